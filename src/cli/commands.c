@@ -1,0 +1,13 @@
+/*
+ * commands.c - the table of subcommands. Adding a command: write
+ * cmd_<name>.c defining `const cf_command cf_cmd_<name>`, declare it here and
+ * add one line to the table.
+ */
+#include "cli.h"
+
+extern const cf_command cf_cmd_version;
+
+const cf_command *const cf_commands[] = {
+    &cf_cmd_version,
+    NULL,
+};

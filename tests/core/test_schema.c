@@ -1,0 +1,233 @@
+/*
+ * test_schema.c - Connect data model: schemas, values, validation, decimals.
+ * Expected behaviour from org.apache.kafka.connect.data (ConnectSchemaTest,
+ * DecimalTest): validation rules, logical type names, decimal encodings.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cdcflow/buf.h"
+#include "cdcflow/record.h"
+#include "cdcflow/schema.h"
+
+static cf_schema *person_schema(void) {
+    cf_schema *addr = cf_schema_new_struct();
+    cf_schema_set_name(addr, "Address");
+    cf_schema_add_field(addr, "zip", cf_schema_primitive(CF_STRING, false), NULL);
+    cf_schema_set_optional(addr, true);
+    cf_schema *s = cf_schema_new_struct();
+    cf_schema_set_name(s, "Person");
+    cf_schema_add_field(s, "id", cf_schema_primitive(CF_INT32, false), NULL);
+    cf_schema_add_field(s, "tags", cf_schema_new_array(cf_schema_primitive(CF_STRING, false)), NULL);
+    cf_schema_add_field(s, "address", addr, NULL);
+    return s;
+}
+
+static void test_validate_ok_and_paths(void **state) {
+    (void)state;
+    cf_schema *s = person_schema();
+    cf_value *v = cf_value_struct(cf_schema_ref(s));
+    cf_value_struct_set(v, "id", cf_value_int32(7), NULL);
+    cf_value *tags = cf_value_array();
+    cf_value_array_push(tags, cf_value_string("a"));
+    cf_value_struct_set(v, "tags", tags, NULL);
+    cf_err err;
+    assert_int_equal(cf_value_validate(s, v, &err), CF_OK);
+
+    /* a null element in a required-element array names its index */
+    cf_value_array_push(tags, NULL);
+    assert_int_equal(cf_value_validate(s, v, &err), CF_ERR_SCHEMA);
+    assert_string_equal(err.where, "tags[1]");
+
+    /* nested struct: the path is dotted */
+    tags->u.arr.len = 1;
+    const cf_field *af = cf_schema_field(s, "address");
+    cf_value *addr = cf_value_struct(cf_schema_ref(af->schema));
+    cf_value_struct_set(v, "address", addr, NULL);
+    assert_int_equal(cf_value_validate(s, v, &err), CF_ERR_SCHEMA);
+    assert_string_equal(err.where, "address.zip");
+    cf_value_struct_set(addr, "zip", cf_value_string("1000"), NULL);
+    assert_int_equal(cf_value_validate(s, v, &err), CF_OK);
+
+    /* unknown field */
+    assert_int_equal(cf_value_struct_set(v, "nope", cf_value_int32(1), &err), CF_ERR_SCHEMA);
+
+    cf_value *c = cf_value_clone(v);
+    assert_true(cf_value_equal(c, v));
+    cf_value_destroy(c);
+    cf_value_destroy(v);
+    cf_schema_unref(s);
+}
+
+static void test_ranges(void **state) {
+    (void)state;
+    cf_schema *s8 = cf_schema_primitive(CF_INT8, false);
+    cf_value *v = cf_value_int64(0);
+    v->type = CF_INT8;
+    v->u.i = 128;
+    assert_int_equal(cf_value_validate(s8, v, NULL), CF_ERR_SCHEMA);
+    v->u.i = -128;
+    assert_int_equal(cf_value_validate(s8, v, NULL), CF_OK);
+    /* wrong type */
+    cf_value *str = cf_value_string("x");
+    assert_int_equal(cf_value_validate(s8, str, NULL), CF_ERR_SCHEMA);
+    /* null: required fails, optional ok, defaulted ok */
+    assert_int_equal(cf_value_validate(s8, NULL, NULL), CF_ERR_SCHEMA);
+    cf_schema_set_optional(s8, true);
+    assert_int_equal(cf_value_validate(s8, NULL, NULL), CF_OK);
+    cf_schema *d = cf_schema_primitive(CF_INT32, false);
+    assert_int_equal(cf_schema_set_default(d, cf_value_int32(5), NULL), CF_OK);
+    assert_int_equal(cf_value_validate(d, NULL, NULL), CF_OK);
+    /* a default of the wrong type is refused */
+    assert_int_equal(cf_schema_set_default(d, cf_value_string("x"), NULL), CF_ERR_SCHEMA);
+    /* Time must be within a day */
+    cf_schema *t = cf_schema_time();
+    cf_value *tv = cf_value_int32(86400000);
+    assert_int_equal(cf_value_validate(t, tv, NULL), CF_ERR_SCHEMA);
+    cf_value_destroy(tv);
+    cf_schema_unref(t);
+    cf_schema_unref(d);
+    cf_value_destroy(str);
+    cf_value_destroy(v);
+    cf_schema_unref(s8);
+}
+
+static void test_logical_names(void **state) {
+    (void)state;
+    cf_schema *d = cf_schema_decimal(2);
+    assert_string_equal(d->name, "org.apache.kafka.connect.data.Decimal");
+    assert_string_equal(cf_schema_param(d, "scale"), "2");
+    int32_t scale = -1;
+    assert_true(cf_schema_decimal_scale(d, &scale));
+    assert_int_equal(scale, 2);
+    assert_int_equal(d->type, CF_BYTES);
+    cf_schema *ts = cf_schema_timestamp();
+    assert_string_equal(ts->name, "org.apache.kafka.connect.data.Timestamp");
+    assert_int_equal(ts->type, CF_INT64);
+    cf_schema *ts2 = cf_schema_timestamp();
+    assert_true(cf_schema_equal(ts, ts2));
+    cf_schema_set_optional(ts2, true);
+    assert_false(cf_schema_equal(ts, ts2));
+    cf_schema_unref(ts);
+    cf_schema_unref(ts2);
+    cf_schema_unref(d);
+}
+
+/* Connect's DecimalTest: 156 at scale 2 ("1.56") is the unscaled bytes 0x009c;
+ * -1.56 is 0xff64. */
+static void test_decimal_text(void **state) {
+    (void)state;
+    uint8_t *b;
+    size_t n;
+    assert_int_equal(cf_decimal_from_string("1.56", 2, &b, &n, NULL), CF_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(b[0], 0x00);
+    assert_int_equal(b[1], 0x9c);
+    char *s = cf_decimal_to_string(b, n, 2);
+    assert_string_equal(s, "1.56");
+    free(s), free(b);
+    assert_int_equal(cf_decimal_from_string("-1.56", 2, &b, &n, NULL), CF_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(b[0], 0xff);
+    assert_int_equal(b[1], 0x64);
+    s = cf_decimal_to_string(b, n, 2);
+    assert_string_equal(s, "-1.56");
+    free(s), free(b);
+    /* exponent forms and trailing zeros */
+    assert_int_equal(cf_decimal_from_string("1e2", 0, &b, &n, NULL), CF_OK);
+    s = cf_decimal_to_string(b, n, 0);
+    assert_string_equal(s, "100");
+    free(s), free(b);
+    assert_int_equal(cf_decimal_from_string("0.50", 1, &b, &n, NULL), CF_OK);
+    s = cf_decimal_to_string(b, n, 1);
+    assert_string_equal(s, "0.5");
+    free(s), free(b);
+    /* rounding is refused */
+    assert_int_equal(cf_decimal_from_string("0.55", 1, &b, &n, NULL), CF_ERR_INVALID);
+    assert_int_equal(cf_decimal_from_string("abc", 1, &b, &n, NULL), CF_ERR_INVALID);
+    /* big numbers beyond 64 bits round-trip */
+    const char *big = "-123456789012345678901234567890.123456789";
+    assert_int_equal(cf_decimal_from_string(big, 9, &b, &n, NULL), CF_OK);
+    s = cf_decimal_to_string(b, n, 9);
+    assert_string_equal(s, big);
+    free(s), free(b);
+    assert_int_equal(cf_decimal_literal_scale("12.345"), 3);
+    assert_int_equal(cf_decimal_literal_scale("1.5e-3"), 4);
+    assert_int_equal(cf_decimal_literal_scale("10"), 0);
+    uint8_t small[] = {0x05};
+    s = cf_decimal_to_string(small, 1, 3);
+    assert_string_equal(s, "0.005");
+    free(s);
+    uint8_t zero[] = {0x00};
+    s = cf_decimal_to_string(zero, 1, 0);
+    assert_string_equal(s, "0");
+    free(s);
+}
+
+static void test_record_and_msg(void **state) {
+    (void)state;
+    cf_record *r = cf_record_new();
+    cf_record_set_topic(r, "t");
+    cf_record_set_key(r, cf_schema_primitive(CF_STRING, false), cf_value_string("k"));
+    cf_record_set_value(r, NULL, NULL);
+    cf_record_add_header(r, "h", NULL, cf_value_string("1"));
+    cf_record_add_header(r, "h", NULL, cf_value_string("2"));
+    assert_string_equal(cf_record_header_last(r, "h")->value->u.s.ptr, "2");
+    cf_value *sp = cf_value_map();
+    cf_value_map_put(sp, cf_value_string("file"), cf_value_string("a.csv"));
+    cf_value *so = cf_value_map();
+    cf_value_map_put(so, cf_value_string("pos"), cf_value_int64(10));
+    cf_record_set_source(r, sp, so);
+    cf_record *c = cf_record_clone(r);
+    assert_int_equal(cf_value_map_get_str(c->source_offset, "pos")->u.i, 10);
+    cf_record_remove_headers(c, "h");
+    assert_int_equal(c->n_headers, 0);
+    cf_record_destroy(c);
+    cf_record_destroy(r);
+
+    cf_msg *m = cf_msg_new();
+    cf_msg_set_topic(m, "t");
+    cf_msg_set_key(m, "k\0x", 3);
+    cf_msg_set_value(m, NULL, 0);
+    cf_msg_add_header(m, "a", NULL, 0);
+    cf_msg *mc = cf_msg_clone(m);
+    assert_int_equal(mc->key_len, 3);
+    assert_memory_equal(mc->key, "k\0x", 3);
+    assert_null(mc->value);
+    assert_null(mc->headers[0].value);
+    cf_msg_destroy(mc);
+    cf_msg_destroy(m);
+}
+
+static void test_buf_arena(void **state) {
+    (void)state;
+    cf_buf b = CF_BUF_INIT;
+    for (int i = 0; i < 1000; i++) cf_buf_printf(&b, "%d,", i);
+    assert_true(b.len > 1000);
+    assert_int_equal(strncmp(b.data, "0,1,2,", 6), 0);
+    cf_buf_free(&b);
+    cf_arena *a = cf_arena_new(128);
+    for (int i = 0; i < 100; i++) {
+        char *p = cf_arena_alloc(a, 100);
+        memset(p, 1, 100);
+    }
+    assert_true(cf_arena_used(a) >= 10000);
+    cf_arena_reset(a);
+    assert_int_equal(cf_arena_used(a), 0);
+    assert_string_equal(cf_arena_strndup(a, "hello", 3), "hel");
+    cf_arena_destroy(a);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_validate_ok_and_paths), cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_logical_names),         cmocka_unit_test(test_decimal_text),
+        cmocka_unit_test(test_record_and_msg),        cmocka_unit_test(test_buf_arena),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
