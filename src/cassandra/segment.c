@@ -1,0 +1,807 @@
+/*
+ * segment.c - Cassandra commit log segments: header, sync sections, entries
+ * (see include/cdcflow/cassandra_log.h for the format and the error rules).
+ *
+ * Format sources (apache/cassandra): CommitLogDescriptor (header),
+ * CommitLogSegment / CommitLogSegmentReader (sync markers, segmenters),
+ * CommitLogReader.readSection (entries), CompressedSegment, EncryptedSegment
+ * and security/EncryptionUtils (section bodies), the io/compress compressor classes
+ * (block formats).
+ *
+ * The reader pulls one sync section at a time with pread() into a buffer it
+ * reuses, so memory is one section however large the file is, and a file
+ * that grows (cdc_raw, followed through its index) is simply re-measured.
+ */
+#include "cdcflow/cassandra_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <lz4.h>
+#include <openssl/evp.h>
+#include <snappy-c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "cdcflow/buf.h"
+
+#define SYNC_MARKER_SIZE 8
+#define ENTRY_OVERHEAD 12
+/* Largest uncompressed section we accept. Cassandra's sections are at most one
+ * segment (commitlog_segment_size, 32 MiB by default, must be < 2 GiB); the
+ * cap keeps a damaged length field from making us allocate gigabytes. */
+#define MAX_SECTION_BYTES (512u * 1024u * 1024u)
+
+struct cf_cass_segment {
+    char *path; /* NULL for memory segments */
+    char *name;
+    int fd;
+    const uint8_t *mem;
+    size_t mem_len;
+    cf_cass_segment_info info;
+    uint8_t key[32];
+    size_t key_len;
+    int64_t limit;
+    cf_cass_segment_stats stats;
+    uint32_t id_crc; /* CRC state after the id's two ints: markers add their offset */
+
+    /* position of the next sync marker (file offset), logical start for compressed */
+    int64_t next_marker;
+    int64_t next_logical;
+    bool done;
+
+    /* current section */
+    bool in_section;
+    bool section_truncated;
+    uint8_t *raw;     /* file bytes of the section (reused) */
+    size_t raw_cap;
+    uint8_t *plain;   /* uncompressed bytes (reused; == raw for plain segments) */
+    size_t plain_cap;
+    const uint8_t *sec;
+    size_t sec_len;
+    size_t sec_pos;
+    int64_t sec_logical; /* logical position of sec[0] */
+    int64_t sec_file;    /* file offset of the section's marker */
+};
+
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint32_t crc_int(uint32_t crc, uint32_t v) {
+    uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+    return (uint32_t)crc32(crc, b, 4);
+}
+
+const char *cf_cass_compression_name(cf_cass_compression c) {
+    switch (c) {
+    case CF_CASS_COMP_NONE: return "none";
+    case CF_CASS_COMP_LZ4: return "lz4";
+    case CF_CASS_COMP_SNAPPY: return "snappy";
+    case CF_CASS_COMP_DEFLATE: return "deflate";
+    case CF_CASS_COMP_ZSTD: return "zstd";
+    }
+    return "?";
+}
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+bool cf_cass_segment_name_parse(const char *path, int32_t *version, int64_t *id) {
+    const char *b = base_name(path);
+    if (strncmp(b, "CommitLog-", 10) != 0) return false;
+    const char *p = b + 10;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || *end != '-' || errno) return false;
+    p = end + 1;
+    long long i = strtoll(p, &end, 10);
+    if (end == p || strcmp(end, ".log") != 0 || errno) return false;
+    if (version) *version = (int32_t)v;
+    if (id) *id = (int64_t)i;
+    return true;
+}
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static cf_code parse_params(cf_cass_segment_info *out, const char *name, cf_err *err) {
+    json_error_t jerr;
+    json_t *root = json_loads(out->params, 0, &jerr);
+    if (!root || !json_is_object(root)) {
+        json_decref(root);
+        cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: header parameters are not a JSON object", name);
+        cf_err_detail(err, "%s: %.200s", jerr.text, out->params);
+        cf_err_where(err, "%s@14", name);
+        return CF_ERR_CORRUPT;
+    }
+    cf_code rc = CF_OK;
+    const char *cls = json_string_value(json_object_get(root, "compressionClass"));
+    if (cls) {
+        const char *short_name = strrchr(cls, '.');
+        short_name = short_name ? short_name + 1 : cls;
+        if (strcmp(short_name, "LZ4Compressor") == 0)
+            out->compression = CF_CASS_COMP_LZ4;
+        else if (strcmp(short_name, "SnappyCompressor") == 0)
+            out->compression = CF_CASS_COMP_SNAPPY;
+        else if (strcmp(short_name, "DeflateCompressor") == 0)
+            out->compression = CF_CASS_COMP_DEFLATE;
+        else if (strcmp(short_name, "ZstdCompressor") == 0)
+            out->compression = CF_CASS_COMP_ZSTD;
+        else {
+            rc = cf_err_set(err, CF_ERR_UNSUPPORTED, "commit log segment %s: unsupported compression class", name);
+            cf_err_detail(err, "compressionClass is \"%s\"", cls);
+            cf_err_hint(err, "Supported: LZ4Compressor, SnappyCompressor, DeflateCompressor, ZstdCompressor.");
+            cf_err_where(err, "%s@14", name);
+        }
+    }
+    const char *cipher = json_string_value(json_object_get(root, "encCipher"));
+    if (rc == CF_OK && cipher) {
+        out->encrypted = true;
+        snprintf(out->cipher, sizeof out->cipher, "%s", cipher);
+        const char *alias = json_string_value(json_object_get(root, "encKeyAlias"));
+        snprintf(out->key_alias, sizeof out->key_alias, "%s", alias ? alias : "");
+        const char *iv = json_string_value(json_object_get(root, "encIV"));
+        size_t n = iv ? strlen(iv) : 0;
+        if (strcmp(cipher, "AES/CBC/PKCS5Padding") != 0) {
+            rc = cf_err_set(err, CF_ERR_UNSUPPORTED, "commit log segment %s: unsupported cipher", name);
+            cf_err_detail(err, "encCipher is \"%s\"", cipher);
+            cf_err_hint(err, "Cassandra's transparent data encryption writes AES/CBC/PKCS5Padding; only that is supported.");
+            cf_err_where(err, "%s@14", name);
+        } else if (n != 32) {
+            rc = cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: encIV is not 16 bytes of hex", name);
+            cf_err_detail(err, "encIV is \"%s\"", iv ? iv : "(absent)");
+            cf_err_where(err, "%s@14", name);
+        } else {
+            for (size_t i = 0; i < 16; i++) {
+                int hi = hexval(iv[2 * i]), lo = hexval(iv[2 * i + 1]);
+                if (hi < 0 || lo < 0) {
+                    rc = cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: encIV is not hex", name);
+                    cf_err_detail(err, "encIV is \"%s\"", iv);
+                    cf_err_where(err, "%s@14", name);
+                    break;
+                }
+                out->iv[i] = (uint8_t)(hi << 4 | lo);
+            }
+            out->iv_len = 16;
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+cf_code cf_cass_header_parse(const uint8_t *p, size_t len, const char *name, cf_cass_segment_info *out,
+                             cf_err *err) {
+    memset(out, 0, sizeof *out);
+    if (len < 4) return cf_err_set(err, CF_ERR_EOF, "commit log segment %s: header not complete yet", name);
+    int32_t version = (int32_t)be32(p);
+    if (version < CF_CASS_LOG_VERSION_30) {
+        cf_err_set(err, CF_ERR_UNSUPPORTED, "commit log segment %s: version %d is too old", name, version);
+        cf_err_detail(err, "versions below 6 were written by Cassandra 2.x with the pre-3.0 storage engine");
+        cf_err_hint(err, "Only commit logs of Cassandra 3.0 and later (versions 6, 7, 8) can be read; "
+                         "replay old segments with the Cassandra version that wrote them.");
+        cf_err_where(err, "%s@0", name);
+        return CF_ERR_UNSUPPORTED;
+    }
+    if (version > CF_CASS_LOG_VERSION_50) {
+        cf_err_set(err, CF_ERR_UNSUPPORTED, "commit log segment %s: version %d is not supported", name, version);
+        cf_err_detail(err, "supported versions are 6 (3.0/3.11), 7 (4.0/4.1/5.0) and 8 (5.0 without storage compatibility)");
+        cf_err_hint(err, "Version 9 is written by Cassandra 5.1/trunk with transactional metadata; it is not supported yet.");
+        cf_err_where(err, "%s@0", name);
+        return CF_ERR_UNSUPPORTED;
+    }
+    if (len < 14) return cf_err_set(err, CF_ERR_EOF, "commit log segment %s: header not complete yet", name);
+    int64_t id = (int64_t)((uint64_t)be32(p + 4) << 32 | be32(p + 8));
+    size_t plen = (size_t)p[12] << 8 | p[13];
+    if (len < 14 + plen + 4) return cf_err_set(err, CF_ERR_EOF, "commit log segment %s: header not complete yet", name);
+    uint32_t crc = 0;
+    crc = crc_int(crc, (uint32_t)version);
+    crc = crc_int(crc, (uint32_t)((uint64_t)id & 0xffffffffu));
+    crc = crc_int(crc, (uint32_t)((uint64_t)id >> 32));
+    crc = crc_int(crc, (uint32_t)plen);
+    crc = (uint32_t)crc32(crc, p + 14, (uInt)plen);
+    uint32_t stored = be32(p + 14 + plen);
+    if (crc != stored) {
+        cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: header checksum mismatch", name);
+        cf_err_detail(err, "stored CRC32 0x%08x, computed 0x%08x over version %d, id %lld and %zu parameter bytes",
+                      stored, crc, version, (long long)id, plen);
+        cf_err_hint(err, "The segment header is damaged, so nothing in this file can be trusted; Cassandra refuses it too.");
+        cf_err_where(err, "%s@%zu", name, 14 + plen);
+        return CF_ERR_CORRUPT;
+    }
+    out->version = version;
+    out->messaging_version = version == 6 ? 10 : version == 7 ? 12 : 13;
+    out->id = id;
+    memcpy(out->params, p + 14, plen);
+    out->params[plen] = 0;
+    out->header_size = 14 + plen + 4;
+    return parse_params(out, name, err);
+}
+
+/* ---------------- reading bytes ---------------- */
+
+static int64_t file_len(cf_cass_segment *s) {
+    if (!s->path) return (int64_t)s->mem_len;
+    struct stat st;
+    if (fstat(s->fd, &st) != 0) return -1;
+    return (int64_t)st.st_size;
+}
+
+/* Read exactly n bytes at off; returns bytes read (less at EOF), -1 on error. */
+static ssize_t read_at(cf_cass_segment *s, int64_t off, void *dst, size_t n) {
+    if (!s->path) {
+        if (off < 0 || (uint64_t)off >= s->mem_len) return 0;
+        size_t avail = s->mem_len - (size_t)off;
+        if (n > avail) n = avail;
+        memcpy(dst, s->mem + off, n);
+        return (ssize_t)n;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(s->fd, (uint8_t *)dst + got, n - got, (off_t)(off + (int64_t)got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static uint8_t *ensure(uint8_t **buf, size_t *cap, size_t n) {
+    if (n > *cap) {
+        size_t c = *cap ? *cap : 65536;
+        while (c < n) c *= 2;
+        free(*buf);
+        *buf = cf_xmalloc(c);
+        *cap = c;
+    }
+    return *buf;
+}
+
+static cf_code io_error(cf_cass_segment *s, int64_t off, cf_err *err) {
+    int e = errno;
+    cf_err_set(err, CF_ERR_IO, "cannot read commit log segment %s", s->name);
+    cf_err_detail(err, "%s", strerror(e));
+    cf_err_where(err, "%s@%lld", s->name, (long long)off);
+    return CF_ERR_IO;
+}
+
+/* ---------------- open / close ---------------- */
+
+static cf_code open_common(cf_cass_segment *s, const cf_cass_segment_opts *opts, cf_err *err) {
+    uint8_t head[14 + 65535 + 4];
+    ssize_t n = read_at(s, 0, head, sizeof head);
+    if (n < 0) return io_error(s, 0, err);
+    cf_code rc = cf_cass_header_parse(head, (size_t)n, s->name, &s->info, err);
+    if (rc == CF_ERR_EOF) {
+        cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: file too short for a segment header", s->name);
+        cf_err_detail(err, "%zd bytes", n);
+        cf_err_hint(err, "The file is truncated, or Cassandra is still creating it: retry later.");
+        cf_err_where(err, "%s@%zd", s->name, n);
+        return CF_ERR_CORRUPT;
+    }
+    if (rc) return rc;
+    int32_t fv;
+    int64_t fid;
+    if (s->path && cf_cass_segment_name_parse(s->name, &fv, &fid) && (fv != s->info.version || fid != s->info.id)) {
+        cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: header does not match the file name", s->name);
+        cf_err_detail(err, "header says version %d id %lld", s->info.version, (long long)s->info.id);
+        cf_err_hint(err, "The file was renamed or its header belongs to another segment.");
+        cf_err_where(err, "%s@0", s->name);
+        return CF_ERR_CORRUPT;
+    }
+    if (s->info.encrypted) {
+        if (!opts || !opts->key || !(opts->key_len == 16 || opts->key_len == 24 || opts->key_len == 32)) {
+            cf_err_set(err, CF_ERR_CONFIG, "commit log segment %s is encrypted and no usable key was given", s->name);
+            cf_err_detail(err, "cipher %s, key alias \"%s\"%s", s->info.cipher, s->info.key_alias,
+                          opts && opts->key ? ", the key given is not 16, 24 or 32 bytes" : "");
+            cf_err_hint(err, "Pass the AES key of alias \"%s\" as hex in a file (--key-file).", s->info.key_alias);
+            cf_err_where(err, "%s@0", s->name);
+            return CF_ERR_CONFIG;
+        }
+        memcpy(s->key, opts->key, opts->key_len);
+        s->key_len = opts->key_len;
+    }
+    uint32_t c = 0;
+    c = crc_int(c, (uint32_t)((uint64_t)s->info.id & 0xffffffffu));
+    c = crc_int(c, (uint32_t)((uint64_t)s->info.id >> 32));
+    s->id_crc = c;
+    s->next_marker = (int64_t)s->info.header_size;
+    s->next_logical = (int64_t)s->info.header_size;
+    s->limit = -1;
+    return CF_OK;
+}
+
+cf_code cf_cass_segment_open(const char *path, const cf_cass_segment_opts *opts, cf_cass_segment **out,
+                             cf_err *err) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        cf_err_set(err, e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO, "cannot open commit log segment %s", path);
+        cf_err_detail(err, "%s", strerror(e));
+        cf_err_where(err, "%s", path);
+        return err ? err->code : (e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO);
+    }
+    cf_cass_segment *s = cf_xcalloc(1, sizeof *s);
+    s->fd = fd;
+    s->path = cf_xstrdup(path);
+    s->name = cf_xstrdup(base_name(path));
+    cf_code rc = open_common(s, opts, err);
+    if (rc) {
+        cf_cass_segment_destroy(s);
+        return rc;
+    }
+    *out = s;
+    return CF_OK;
+}
+
+cf_code cf_cass_segment_open_mem(const uint8_t *data, size_t len, const char *name,
+                                 const cf_cass_segment_opts *opts, cf_cass_segment **out, cf_err *err) {
+    cf_cass_segment *s = cf_xcalloc(1, sizeof *s);
+    s->fd = -1;
+    s->mem = data;
+    s->mem_len = len;
+    s->name = cf_xstrdup(name ? name : "(memory)");
+    cf_code rc = open_common(s, opts, err);
+    if (rc) {
+        cf_cass_segment_destroy(s);
+        *out = NULL;
+        return rc;
+    }
+    *out = s;
+    return CF_OK;
+}
+
+void cf_cass_segment_destroy(cf_cass_segment *s) {
+    if (!s) return;
+    if (s->fd >= 0) close(s->fd);
+    if (s->plain != s->raw) free(s->plain);
+    free(s->raw);
+    free(s->path);
+    free(s->name);
+    free(s);
+}
+
+const cf_cass_segment_info *cf_cass_segment_get_info(const cf_cass_segment *s) { return &s->info; }
+const char *cf_cass_segment_name(const cf_cass_segment *s) { return s->name; }
+const cf_cass_segment_stats *cf_cass_segment_get_stats(const cf_cass_segment *s) { return &s->stats; }
+void cf_cass_segment_set_limit(cf_cass_segment *s, int64_t logical_limit) { s->limit = logical_limit; }
+
+/* ---------------- sections ---------------- */
+
+static bool marker_valid(const cf_cass_segment *s, int64_t off, const uint8_t m[8], int64_t flen) {
+    uint32_t end = be32(m);
+    return crc_int(s->id_crc, (uint32_t)off) == be32(m + 4) && (int64_t)end >= off + SYNC_MARKER_SIZE &&
+           (int64_t)end <= flen;
+}
+
+/* After damage: find the next offset > from whose 8 bytes are a sync marker
+ * with a valid CRC (the CRC covers the segment id and the marker's own
+ * offset, so a match by chance is a 1 in 2^32 event per position). */
+static int64_t resync(cf_cass_segment *s, int64_t from, int64_t flen) {
+    uint8_t buf[65536 + 8];
+    for (int64_t off = from; off + SYNC_MARKER_SIZE <= flen;) {
+        ssize_t n = read_at(s, off, buf, sizeof buf);
+        if (n < SYNC_MARKER_SIZE) break;
+        for (ssize_t i = 0; i + SYNC_MARKER_SIZE <= n; i++)
+            if (marker_valid(s, off + i, buf + i, flen)) return off + i;
+        off += n - (SYNC_MARKER_SIZE - 1);
+    }
+    return -1;
+}
+
+static cf_code corrupt(cf_cass_segment *s, int64_t off, cf_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static cf_code corrupt(cf_cass_segment *s, int64_t off, cf_err *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[400];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: %s", s->name, msg);
+    cf_err_where(err, "%s@%lld", s->name, (long long)off);
+    s->stats.corrupt++;
+    return CF_ERR_CORRUPT;
+}
+
+/* Skip to the next valid marker after damage at `off` and complete err. */
+static void skip_damage(cf_cass_segment *s, int64_t off, int64_t flen, cf_err *err) {
+    int64_t next = resync(s, off + 1, flen);
+    if (next < 0) {
+        s->done = true;
+        cf_err_hint(err, "No valid sync marker follows; the rest of the segment (%lld bytes) is skipped.",
+                    (long long)(flen - off));
+    } else {
+        cf_err_hint(err, "Reading continues at the next valid sync section, file offset %lld (%lld bytes skipped)%s.",
+                    (long long)next, (long long)(next - off),
+                    s->info.compression || s->info.encrypted
+                        ? "; logical positions of later entries in this compressed segment are approximate"
+                        : "");
+        s->next_marker = next;
+        if (!(s->info.compression || s->info.encrypted)) s->next_logical = next;
+    }
+}
+
+static cf_code decompress(cf_cass_segment *s, const uint8_t *src, size_t n, uint8_t *dst, size_t ulen,
+                          int64_t off, cf_err *err) {
+    switch (s->info.compression) {
+    case CF_CASS_COMP_LZ4: {
+        if (n < 4) return corrupt(s, off, err, "LZ4 block shorter than its 4-byte length");
+        uint32_t declared = (uint32_t)src[0] | (uint32_t)src[1] << 8 | (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
+        if (declared != ulen) {
+            corrupt(s, off, err, "LZ4 block length does not match the section");
+            cf_err_detail(err, "block says %u bytes, section header says %zu", declared, ulen);
+            return CF_ERR_CORRUPT;
+        }
+        int r = LZ4_decompress_safe((const char *)src + 4, (char *)dst, (int)(n - 4), (int)ulen);
+        if (r < 0 || (size_t)r != ulen) {
+            corrupt(s, off, err, "LZ4 block does not decompress");
+            cf_err_detail(err, "LZ4_decompress_safe returned %d, expected %zu bytes", r, ulen);
+            return CF_ERR_CORRUPT;
+        }
+        return CF_OK;
+    }
+    case CF_CASS_COMP_SNAPPY: {
+        size_t out_len = 0;
+        if (snappy_uncompressed_length((const char *)src, n, &out_len) != SNAPPY_OK || out_len != ulen) {
+            corrupt(s, off, err, "Snappy block length does not match the section");
+            cf_err_detail(err, "block says %zu bytes, section header says %zu", out_len, ulen);
+            return CF_ERR_CORRUPT;
+        }
+        if (snappy_uncompress((const char *)src, n, (char *)dst, &out_len) != SNAPPY_OK || out_len != ulen) {
+            corrupt(s, off, err, "Snappy block does not decompress");
+            return CF_ERR_CORRUPT;
+        }
+        return CF_OK;
+    }
+    case CF_CASS_COMP_DEFLATE: {
+        /* java.util.zip.Deflater() default: zlib wrapper (RFC 1950) */
+        uLongf out_len = (uLongf)ulen;
+        int r = uncompress(dst, &out_len, src, (uLong)n);
+        if (r != Z_OK || out_len != ulen) {
+            corrupt(s, off, err, "Deflate block does not decompress");
+            cf_err_detail(err, "zlib uncompress returned %d with %lu of %zu bytes", r, (unsigned long)out_len, ulen);
+            return CF_ERR_CORRUPT;
+        }
+        return CF_OK;
+    }
+    case CF_CASS_COMP_ZSTD: {
+        size_t r = ZSTD_decompress(dst, ulen, src, n);
+        if (ZSTD_isError(r) || r != ulen) {
+            corrupt(s, off, err, "Zstd frame does not decompress");
+            cf_err_detail(err, "%s", ZSTD_isError(r) ? ZSTD_getErrorName(r) : "wrong length");
+            return CF_ERR_CORRUPT;
+        }
+        return CF_OK;
+    }
+    case CF_CASS_COMP_NONE: break;
+    }
+    return cf_err_set(err, CF_ERR_INTERNAL, "decompress called for an uncompressed segment");
+}
+
+/* Encrypted section body: blocks of int32 encryptedLength, int32 plainLength,
+ * ciphertext; each block decrypts (AES/CBC/PKCS5, the header IV, a fresh
+ * cipher per block as Java's doFinal resets it) to int32 uncompressedLength
+ * followed by LZ4Compressor output. */
+static cf_code decrypt_section(cf_cass_segment *s, const uint8_t *src, size_t n, uint8_t *dst, size_t total,
+                               int64_t base_off, cf_err *err) {
+    const EVP_CIPHER *cipher = s->key_len == 16 ? EVP_aes_128_cbc() : s->key_len == 24 ? EVP_aes_192_cbc()
+                                                                                          : EVP_aes_256_cbc();
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (!ctx) return cf_err_set(err, CF_ERR_NOMEM, "cannot create a cipher context");
+    uint8_t *tmp = NULL;
+    size_t tmp_cap = 0;
+    size_t pos = 0, outp = 0;
+    cf_code rc = CF_OK;
+    /* Cassandra reads blocks until the file pointer reaches the section end - 1 */
+    while (pos + 1 < n && outp < total) {
+        int64_t boff = base_off + (int64_t)pos;
+        if (n - pos < 8) {
+            rc = corrupt(s, boff, err, "encrypted block header cut short");
+            break;
+        }
+        uint32_t enc_len = be32(src + pos), plain_len = be32(src + pos + 4);
+        if (enc_len > n - pos - 8 || enc_len == 0 || enc_len % 16 || plain_len > enc_len) {
+            rc = corrupt(s, boff, err, "impossible encrypted block length");
+            cf_err_detail(err, "encrypted length %u, plain length %u, %zu bytes left in the section", enc_len, plain_len,
+                          n - pos - 8);
+            break;
+        }
+        ensure(&tmp, &tmp_cap, (size_t)enc_len + 32);
+        int l1 = 0, l2 = 0;
+        if (EVP_DecryptInit_ex(ctx, cipher, NULL, s->key, s->info.iv) != 1 ||
+            EVP_DecryptUpdate(ctx, tmp, &l1, src + pos + 8, (int)enc_len) != 1 ||
+            EVP_DecryptFinal_ex(ctx, tmp + l1, &l2) != 1) {
+            rc = corrupt(s, boff, err, "encrypted block does not decrypt");
+            cf_err_detail(err, "AES/CBC/PKCS5 padding check failed on %u bytes", enc_len);
+            cf_err_hint(err, "Check that the key belongs to alias \"%s\"; otherwise the block is damaged.",
+                        s->info.key_alias);
+            break;
+        }
+        size_t plen = (size_t)(l1 + l2);
+        if (plen != plain_len || plen < 8) {
+            rc = corrupt(s, boff, err, "decrypted block length mismatch");
+            cf_err_detail(err, "decrypted %zu bytes, block header says %u", plen, plain_len);
+            break;
+        }
+        uint32_t ulen = be32(tmp);
+        uint32_t lz_len = (uint32_t)tmp[4] | (uint32_t)tmp[5] << 8 | (uint32_t)tmp[6] << 16 | (uint32_t)tmp[7] << 24;
+        if (ulen != lz_len || ulen > total - outp) {
+            rc = corrupt(s, boff, err, "impossible uncompressed block length");
+            cf_err_detail(err, "block says %u (LZ4 header %u), %zu bytes left of the section's %zu", ulen, lz_len,
+                          total - outp, total);
+            break;
+        }
+        int r = LZ4_decompress_safe((const char *)tmp + 8, (char *)dst + outp, (int)(plen - 8), (int)ulen);
+        if (r < 0 || (uint32_t)r != ulen) {
+            rc = corrupt(s, boff, err, "LZ4 block inside an encrypted block does not decompress");
+            break;
+        }
+        outp += ulen;
+        pos += 8 + enc_len;
+    }
+    if (rc == CF_OK && outp != total) {
+        rc = corrupt(s, base_off + (int64_t)pos, err, "encrypted section shorter than announced");
+        cf_err_detail(err, "%zu of %zu plain bytes present", outp, total);
+    }
+    free(tmp);
+    EVP_CIPHER_CTX_free(ctx);
+    return rc;
+}
+
+/* Load the next sync section. CF_OK: a section is loaded. */
+static cf_code load_section(cf_cass_segment *s, cf_err *err) {
+    int64_t off = s->next_marker;
+    int64_t flen = file_len(s);
+    if (flen < 0) return io_error(s, off, err);
+    if (s->limit >= 0 && s->next_logical >= s->limit) return CF_ERR_AGAIN;
+    if (off > flen - SYNC_MARKER_SIZE) {
+        if (s->limit >= 0) return CF_ERR_AGAIN; /* synced per the index but not visible yet */
+        s->done = true;
+        return CF_ERR_EOF;
+    }
+    uint8_t m[12];
+    ssize_t got = read_at(s, off, m, sizeof m);
+    if (got < SYNC_MARKER_SIZE) return got < 0 ? io_error(s, off, err) : CF_ERR_EOF;
+    uint32_t end32 = be32(m), crc = be32(m + 4);
+    int64_t end = (int64_t)end32;
+    if (crc_int(s->id_crc, (uint32_t)off) != crc) {
+        if (end32 == 0 && crc == 0) { /* zero padding of a preallocated segment */
+            if (s->limit >= 0 && s->next_logical < s->limit) return CF_ERR_AGAIN;
+            s->done = true;
+            return CF_ERR_EOF;
+        }
+        corrupt(s, off, err, "sync marker checksum mismatch");
+        cf_err_detail(err, "marker says next section at %u with CRC 0x%08x, expected CRC 0x%08x", end32, crc,
+                      crc_int(s->id_crc, (uint32_t)off));
+        skip_damage(s, off, flen, err);
+        return CF_ERR_CORRUPT;
+    }
+    s->section_truncated = false;
+    if (end < off + SYNC_MARKER_SIZE) {
+        corrupt(s, off, err, "sync marker with a valid checksum points backwards");
+        cf_err_detail(err, "next section at %lld, marker at %lld", (long long)end, (long long)off);
+        skip_damage(s, off, flen, err);
+        return CF_ERR_CORRUPT;
+    }
+    if (end > flen) {
+        if (s->limit >= 0 && end <= s->limit) return CF_ERR_AGAIN; /* not all written yet */
+        /* truncated file: use what is there (Cassandra does the same) */
+        s->section_truncated = true;
+        end = flen;
+    }
+    if (s->limit >= 0 && !s->info.compression && !s->info.encrypted && end > s->limit) return CF_ERR_AGAIN;
+    size_t raw_len = (size_t)(end - off);
+    uint8_t *raw = ensure(&s->raw, &s->raw_cap, raw_len);
+    got = read_at(s, off, raw, raw_len);
+    if (got < 0) return io_error(s, off, err);
+    if ((size_t)got < raw_len) { /* shrank under us */
+        s->section_truncated = true;
+        raw_len = (size_t)got;
+    }
+    s->stats.bytes += raw_len;
+    s->sec_file = off;
+    if (!s->info.compression && !s->info.encrypted) {
+        s->sec = raw + SYNC_MARKER_SIZE;
+        s->sec_len = raw_len - SYNC_MARKER_SIZE;
+        s->sec_logical = off + SYNC_MARKER_SIZE;
+        s->next_logical = end;
+    } else {
+        if (raw_len < 12) {
+            s->next_marker = end;
+            corrupt(s, off, err, "compressed section too short for its length field");
+            return CF_ERR_CORRUPT;
+        }
+        uint32_t ulen = be32(raw + 8);
+        int64_t logical_end = s->next_logical + SYNC_MARKER_SIZE + (int64_t)ulen;
+        if (s->limit >= 0 && logical_end > s->limit && !s->section_truncated) return CF_ERR_AGAIN;
+        s->next_marker = end;
+        if (ulen > MAX_SECTION_BYTES) {
+            corrupt(s, off + 8, err, "impossible uncompressed section length");
+            cf_err_detail(err, "%u bytes, more than the %u accepted", ulen, MAX_SECTION_BYTES);
+            s->next_logical = logical_end;
+            return CF_ERR_CORRUPT;
+        }
+        uint8_t *plain = ensure(&s->plain, &s->plain_cap, ulen ? ulen : 1);
+        cf_code rc = s->info.encrypted
+                         ? decrypt_section(s, raw + 12, raw_len - 12, plain, ulen, off + 12, err)
+                         : decompress(s, raw + 12, raw_len - 12, plain, ulen, off + 12, err);
+        s->sec_logical = s->next_logical + SYNC_MARKER_SIZE;
+        s->next_logical = logical_end;
+        if (rc) {
+            if (s->section_truncated) cf_err_detail(err, "the file ends inside this section (truncated)");
+            return rc;
+        }
+        s->sec = plain;
+        s->sec_len = ulen;
+    }
+    s->next_marker = end;
+    s->sec_pos = 0;
+    s->in_section = true;
+    s->stats.sections++;
+    return CF_OK;
+}
+
+static int64_t entry_where(const cf_cass_segment *s) {
+    if (!s->info.compression && !s->info.encrypted) return s->sec_logical + (int64_t)s->sec_pos;
+    return s->sec_file;
+}
+
+cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) {
+    for (;;) {
+        if (!s->in_section) {
+            if (s->done) return CF_ERR_EOF;
+            cf_code rc = load_section(s, err);
+            if (rc) return rc;
+        }
+        size_t left = s->sec_len - s->sec_pos;
+        const uint8_t *p = s->sec + s->sec_pos;
+        int64_t pos = s->sec_logical + (int64_t)s->sec_pos;
+        if (left < 4) { /* not enough for another entry: section done */
+            s->in_section = false;
+            continue;
+        }
+        uint32_t size = be32(p);
+        if (size == 0) { /* end-of-segment marker / zero padding */
+            s->in_section = false;
+            s->done = true;
+            return CF_ERR_EOF;
+        }
+        if (left < 8) {
+            s->in_section = false;
+            corrupt(s, entry_where(s), err, "entry header cut short at logical position %lld", (long long)pos);
+            cf_err_detail(err, "%zu bytes left in the section%s", left,
+                          s->section_truncated ? "; the file ends inside this section (truncated)" : "");
+            return CF_ERR_CORRUPT;
+        }
+        uint32_t crc = crc_int(0, size);
+        if (size < 10) {
+            s->in_section = false;
+            corrupt(s, entry_where(s), err, "invalid entry size %u at logical position %lld", size, (long long)pos);
+            cf_err_detail(err, "a mutation has at least 10 bytes");
+            cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
+            return CF_ERR_CORRUPT;
+        }
+        if (crc != be32(p + 4)) {
+            s->in_section = false;
+            corrupt(s, entry_where(s), err, "entry size checksum mismatch at logical position %lld", (long long)pos);
+            cf_err_detail(err, "size %u, stored CRC 0x%08x, computed 0x%08x", size, be32(p + 4), crc);
+            cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
+            return CF_ERR_CORRUPT;
+        }
+        if ((uint64_t)size + ENTRY_OVERHEAD > left) {
+            s->in_section = false;
+            corrupt(s, entry_where(s), err, "entry at logical position %lld is longer than its section", (long long)pos);
+            cf_err_detail(err, "size %u + 12 bytes of framing, %zu bytes left in the section%s", size, left,
+                          s->section_truncated ? "; the file ends inside this section (truncated)" : "");
+            cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
+            return CF_ERR_CORRUPT;
+        }
+        crc = (uint32_t)crc32(crc, p + 8, size);
+        uint32_t stored = be32(p + 8 + size);
+        s->sec_pos += ENTRY_OVERHEAD + size;
+        if (crc != stored) {
+            corrupt(s, entry_where(s) - (s->info.compression || s->info.encrypted ? 0 : ENTRY_OVERHEAD + size), err,
+                    "entry checksum mismatch at logical position %lld", (long long)pos);
+            cf_err_detail(err, "%u bytes, stored CRC 0x%08x, computed 0x%08x", size, stored, crc);
+            cf_err_hint(err, "This mutation is skipped; reading continues with the next entry.");
+            return CF_ERR_CORRUPT;
+        }
+        e->data = p + 8;
+        e->len = size;
+        e->position = pos;
+        e->end_position = pos + ENTRY_OVERHEAD + size;
+        e->file_offset = s->info.compression || s->info.encrypted ? s->sec_file : pos;
+        s->stats.entries++;
+        return CF_OK;
+    }
+}
+
+/* ---------------- cdc index ---------------- */
+
+char *cf_cass_cdc_idx_path(const char *segment_path) {
+    size_t n = strlen(segment_path);
+    cf_buf b = CF_BUF_INIT;
+    if (n > 4 && strcmp(segment_path + n - 4, ".log") == 0) n -= 4;
+    cf_buf_append(&b, segment_path, n);
+    cf_buf_append_str(&b, "_cdc.idx");
+    return cf_buf_detach(&b, NULL);
+}
+
+cf_code cf_cass_cdc_idx_parse(const char *text, size_t len, int64_t *offset, bool *completed, cf_err *err) {
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) i++;
+    if (i == len) return cf_err_set(err, CF_ERR_AGAIN, "cdc index file is empty (being rewritten)");
+    int64_t v = 0;
+    size_t digits = 0;
+    while (i < len && text[i] >= '0' && text[i] <= '9') {
+        if (v > (INT64_MAX - 9) / 10) break;
+        v = v * 10 + (text[i] - '0');
+        i++, digits++;
+    }
+    if (!digits || (i < len && text[i] >= '0' && text[i] <= '9')) {
+        cf_err_set(err, CF_ERR_CORRUPT, "cdc index file does not start with an offset");
+        cf_err_detail(err, "content \"%.*s\"", (int)(len > 60 ? 60 : len), text);
+        return CF_ERR_CORRUPT;
+    }
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) i++;
+    bool done = false;
+    if (i < len) {
+        size_t rest = len - i;
+        while (rest && (text[i + rest - 1] == '\n' || text[i + rest - 1] == '\r' || text[i + rest - 1] == ' ')) rest--;
+        if (rest == 9 && memcmp(text + i, "COMPLETED", 9) == 0)
+            done = true;
+        else if (!(rest < 9 && memcmp(text + i, "COMPLETED", rest) == 0)) {
+            /* a partial "COMPLE" is a rewrite in progress; anything else is wrong */
+            cf_err_set(err, CF_ERR_CORRUPT, "cdc index file has unexpected content after the offset");
+            cf_err_detail(err, "\"%.*s\"", (int)(rest > 60 ? 60 : rest), text + i);
+            return CF_ERR_CORRUPT;
+        }
+    }
+    *offset = v;
+    *completed = done;
+    return CF_OK;
+}
+
+cf_code cf_cass_cdc_idx_read(const char *idx_path, int retries, int retry_ms, int64_t *offset, bool *completed,
+                             cf_err *err) {
+    for (int attempt = 0;; attempt++) {
+        FILE *f = fopen(idx_path, "rb");
+        if (!f) {
+            int e = errno;
+            cf_err_set(err, e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO, "cannot open cdc index file %s", idx_path);
+            cf_err_detail(err, "%s", strerror(e));
+            cf_err_where(err, "%s", idx_path);
+            return e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO;
+        }
+        char buf[256];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        cf_code rc = cf_cass_cdc_idx_parse(buf, n, offset, completed, err);
+        if (rc != CF_ERR_AGAIN || attempt >= retries) {
+            if (rc) cf_err_where(err, "%s@0", idx_path);
+            if (rc == CF_ERR_AGAIN)
+                cf_err_hint(err, "Cassandra rewrites the index on every sync; it stayed empty over %d reads.", attempt + 1);
+            return rc;
+        }
+        struct timespec ts = {retry_ms / 1000, (long)(retry_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
