@@ -111,9 +111,53 @@ cf_code cf_props_from_properties(const char *text, size_t len, cf_props **out, c
  * file and the line. */
 cf_code cf_props_load_file(const char *path, cf_props **out, char **name, cf_err *err);
 
+/* Like cf_props_load_file; for .properties files `lines` (may be NULL)
+ * receives a props mapping each key to the line number (decimal text) where
+ * it was set last, so later problems can name file:line. For JSON files
+ * *lines is set to NULL (jansson keeps no per-key positions). */
+cf_code cf_props_load_file_lines(const char *path, cf_props **out, char **name, cf_props **lines, cf_err *err);
+
+/* ---- single definitions ---- */
+
+/* The definition of key in t, or NULL. */
+const cf_cfg_def *cf_cfg_table_find(const cf_cfg_table *t, const char *key);
+/* Check one text value against one definition (type, enum, range,
+ * validator), exactly as cf_config_parse does. */
+cf_code cf_cfg_check_value(const cf_cfg_def *def, const char *value, cf_err *err);
+/* Check a table itself, as Kafka's ConfigDef.define does: names unique, every
+ * default parses and passes the definition's own checks, enums only on
+ * string/class/list types, ranges only on numbers. Tests run it on every
+ * registered table. */
+cf_code cf_cfg_table_check(const cf_cfg_table *t, cf_err *err);
+/* Text for the type in docs and messages ("int", "list", ...). Static. */
+const char *cf_cfg_type_name(cf_cfg_type t);
+/* "high" / "medium" / "low". Static. */
+const char *cf_importance_name(cf_importance i);
+
+/* ---- the common connector settings (src/config/connector_defs.c) ---- */
+
+/* Settings of Kafka Connect's ConnectorConfig that cdcflow honours: name,
+ * connector.class, tasks.max, converters, transforms, predicates, errors.*;
+ * pass-through prefixes transforms., predicates., key.converter.,
+ * value.converter., header.converter. */
+extern const cf_cfg_table cf_connector_common_table;
+/* What SinkConnectorConfig adds: topics, topics.regex. Validate a sink with
+ * both tables plus the connector's own. */
+extern const cf_cfg_table cf_sink_common_table;
+/* Checks across keys that one definition cannot express, as Connect's
+ * ConnectorConfig/SinkConnectorConfig.validate do: for a sink exactly one of
+ * topics and topics.regex; every alias named in transforms / predicates has
+ * its ".type". Problems are appended to *problems as lines (like
+ * cf_config_parse); returns CF_OK or CF_ERR_CONFIG with err set to the first. */
+cf_code cf_connector_config_check(const cf_config *c, bool is_sink, char **problems, cf_err *err);
+
 /* ---- documentation ---- */
 
-/* Markdown reference for all registered tables (see cf_config_registry). */
+/* Every definition table cdcflow has, for `cdcflow config docs`
+ * (src/config/registry.c). NULL-terminated, static. */
+const cf_cfg_table *const *cf_config_tables(void);
+
+/* Markdown reference for tables (usually cf_config_tables()). Caller frees. */
 char *cf_config_docs_markdown(const cf_cfg_table *const *tables, size_t n);
 
 #ifdef __cplusplus
