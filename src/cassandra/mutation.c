@@ -1,0 +1,604 @@
+/*
+ * mutation.c - decode Cassandra Mutations (messaging versions 10, 12, 13)
+ * into cf_cass_mutation (see include/cdcflow/cassandra_mutation.h).
+ *
+ * Follows, call for call, Cassandra's deserializers: Mutation.serializer,
+ * PartitionUpdate.serializer, UnfilteredRowIteratorSerializer.deserializeHeader,
+ * SerializationHeader.deserializeForMessaging, EncodingStats.serializer,
+ * Columns.serializer (and deserializeSubset / deserializeLargeSubset),
+ * UnfilteredSerializer (rows, static rows, range tombstone markers),
+ * Cell.Serializer, ClusteringPrefix.Serializer.deserializeValuesWithoutSize,
+ * ClusteringBoundOrBoundary.serializer. Every length and count read from the
+ * bytes is checked against what is left before it is used, so a damaged
+ * mutation costs at most its own size in memory.
+ */
+#include "cdcflow/cassandra_mutation.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdcflow/buf.h"
+
+#define TIMESTAMP_EPOCH 1442880000000000LL /* 2015-09-22T00:00:00Z in micros (EncodingStats) */
+#define DELETION_TIME_EPOCH 1442880000LL
+
+typedef struct cur {
+    const uint8_t *base, *p, *end;
+    bool bad;
+    const char *what; /* what failed, for the error */
+    size_t bad_at;
+} cur;
+
+static inline bool need(cur *c, size_t n, const char *what) {
+    if (c->bad) return false;
+    if ((size_t)(c->end - c->p) < n) {
+        c->bad = true;
+        c->what = what;
+        c->bad_at = (size_t)(c->p - c->base);
+        return false;
+    }
+    return true;
+}
+
+static inline void fail(cur *c, const char *what) {
+    if (c->bad) return;
+    c->bad = true;
+    c->what = what;
+    c->bad_at = (size_t)(c->p - c->base);
+}
+
+static inline uint8_t rd_u8(cur *c, const char *what) {
+    if (!need(c, 1, what)) return 0;
+    return *c->p++;
+}
+
+static inline uint16_t rd_u16(cur *c, const char *what) {
+    if (!need(c, 2, what)) return 0;
+    uint16_t v = (uint16_t)(c->p[0] << 8 | c->p[1]);
+    c->p += 2;
+    return v;
+}
+
+/* VIntCoding.readUnsignedVInt: leading 1-bits of the first byte = extra bytes */
+static inline uint64_t rd_uvint(cur *c, const char *what) {
+    if (!need(c, 1, what)) return 0;
+    uint8_t first = *c->p;
+    if (first < 0x80) {
+        c->p++;
+        return first;
+    }
+    int extra = __builtin_clz((unsigned)(uint8_t)~first) - 24;
+    if (!need(c, (size_t)extra + 1, what)) return 0;
+    uint64_t v = extra >= 8 ? 0 : (uint64_t)(first & (0xffu >> extra));
+    for (int i = 1; i <= extra; i++) v = v << 8 | c->p[i];
+    c->p += extra + 1;
+    return v;
+}
+
+/* readUnsignedVInt32: must fit a non-negative int */
+static inline uint32_t rd_uvint32(cur *c, const char *what) {
+    const uint8_t *at = c->p;
+    uint64_t v = rd_uvint(c, what);
+    if (!c->bad && v > INT32_MAX) {
+        c->p = at;
+        fail(c, what);
+        return 0;
+    }
+    return (uint32_t)v;
+}
+
+static inline cf_cass_bytes rd_vbytes(cur *c, const char *what) {
+    cf_cass_bytes b = {NULL, 0};
+    uint32_t n = rd_uvint32(c, what);
+    if (!need(c, n, what)) return b;
+    b.p = c->p;
+    b.len = n;
+    c->p += n;
+    return b;
+}
+
+/* AbstractType.readValue: fixed length raw, otherwise vint length + bytes */
+static inline cf_cass_bytes rd_value(cur *c, int32_t fixed, const char *what) {
+    if (fixed >= 0) {
+        cf_cass_bytes b = {NULL, 0};
+        if (!need(c, (size_t)fixed, what)) return b;
+        b.p = c->p;
+        b.len = (size_t)fixed;
+        c->p += fixed;
+        return b;
+    }
+    return rd_vbytes(c, what);
+}
+
+/* ---------------- decoder ---------------- */
+
+typedef struct hcol {
+    const char *name;
+    const cf_cql_type *type;
+    int32_t fixed; /* value length if fixed (simple columns), -1 otherwise */
+    bool complex;
+    bool dropped;
+    int64_t dropped_time;
+} hcol;
+
+struct cf_cass_decoder {
+    const cf_cass_schema *schema;
+    cf_arena *arena;
+    int mv;
+    /* per update */
+    int64_t min_ts;
+    int64_t min_ldt;
+    int64_t min_ttl;
+    const cf_cass_table *table;
+    /* error about an unknown column (used to try older table versions) */
+    char unknown_col[200];
+};
+
+cf_cass_decoder *cf_cass_decoder_new(const cf_cass_schema *schema) {
+    cf_cass_decoder *d = cf_xcalloc(1, sizeof *d);
+    d->schema = schema;
+    d->arena = cf_arena_new(0);
+    return d;
+}
+
+void cf_cass_decoder_destroy(cf_cass_decoder *d) {
+    if (!d) return;
+    cf_arena_destroy(d->arena);
+    free(d);
+}
+
+void cf_cass_decoder_set_schema(cf_cass_decoder *d, const cf_cass_schema *schema) { d->schema = schema; }
+
+const char *cf_cass_bound_kind_name(cf_cass_bound_kind k) {
+    static const char *const names[] = {"EXCL_END_BOUND", "INCL_START_BOUND", "EXCL_END_INCL_START_BOUNDARY",
+                                        "STATIC_CLUSTERING", "CLUSTERING", "INCL_END_EXCL_START_BOUNDARY",
+                                        "INCL_END_BOUND", "EXCL_START_BOUND"};
+    return (unsigned)k < 8 ? names[k] : "?";
+}
+
+const char *cf_cass_row_kind_name(cf_cass_row_kind k) {
+    switch (k) {
+    case CF_CASS_ROW: return "row";
+    case CF_CASS_STATIC_ROW: return "static";
+    case CF_CASS_RT_BOUND: return "range_tombstone_bound";
+    case CF_CASS_RT_BOUNDARY: return "range_tombstone_boundary";
+    }
+    return "?";
+}
+
+static inline int64_t rd_ts(cf_cass_decoder *d, cur *c) {
+    return (int64_t)(rd_uvint(c, "timestamp") + (uint64_t)d->min_ts);
+}
+
+static inline int64_t ldt_of(cf_cass_decoder *d, uint64_t raw) {
+    uint32_t v = (uint32_t)raw;
+    /* messaging 13 (5.0, CASSANDRA-14227) stores deletion times as unsigned ints */
+    return d->mv >= 13 ? (int64_t)v : (int64_t)(int32_t)v;
+}
+
+static inline int64_t rd_ldt(cf_cass_decoder *d, cur *c) {
+    return ldt_of(d, rd_uvint(c, "local deletion time") + (uint64_t)d->min_ldt);
+}
+
+static inline int32_t rd_ttl(cf_cass_decoder *d, cur *c) {
+    return (int32_t)(uint32_t)(rd_uvint(c, "ttl") + (uint64_t)d->min_ttl);
+}
+
+static inline cf_cass_deletion rd_deletion(cf_cass_decoder *d, cur *c) {
+    cf_cass_deletion x;
+    x.marked_at = rd_ts(d, c);
+    x.local_deletion_time = rd_ldt(d, c);
+    return x;
+}
+
+static cf_code read_columns(cf_cass_decoder *d, cur *c, hcol **out, size_t *n_out, cf_err *err) {
+    uint32_t n = rd_uvint32(c, "column count");
+    if (c->bad) return CF_OK;
+    if (n > (size_t)(c->end - c->p)) { /* every name takes at least one byte */
+        fail(c, "column count larger than the mutation");
+        return CF_OK;
+    }
+    hcol *cols = cf_arena_alloc(d->arena, (n ? n : 1) * sizeof *cols);
+    for (uint32_t i = 0; i < n; i++) {
+        cf_cass_bytes name = rd_vbytes(c, "column name");
+        if (c->bad) return CF_OK;
+        const cf_cass_column *col = cf_cass_table_column_n(d->table, (const char *)name.p, name.len);
+        hcol *h = &cols[i];
+        memset(h, 0, sizeof *h);
+        if (col) {
+            h->name = col->name;
+            h->type = col->type;
+        } else {
+            const cf_cass_dropped_column *dc = cf_cass_table_dropped_n(d->table, (const char *)name.p, name.len);
+            if (!dc) {
+                snprintf(d->unknown_col, sizeof d->unknown_col, "%.*s", (int)(name.len > 150 ? 150 : name.len),
+                         (const char *)name.p);
+                cf_err_set(err, CF_ERR_SCHEMA, "column \"%s\" is not in table %s.%s (nor among its dropped columns)",
+                           d->unknown_col, d->table->keyspace, d->table->name);
+                cf_err_hint(err, "The schema given is older than the data; load the current schema "
+                                 "(DESCRIBE SCHEMA WITH INTERNALS keeps dropped columns).");
+                return CF_ERR_SCHEMA;
+            }
+            h->name = dc->name;
+            h->type = dc->type;
+            h->dropped = true;
+            h->dropped_time = dc->dropped_time;
+        }
+        h->complex = cf_cql_type_is_multicell(h->type);
+        h->fixed = h->complex ? -1 : cf_cql_type_fixed_length(h->type);
+    }
+    *out = cols;
+    *n_out = n;
+    return CF_OK;
+}
+
+/* Columns.deserializeSubset: which header columns a row has. */
+static size_t read_subset(cf_cass_decoder *d, cur *c, size_t n_super, uint32_t **idx_out) {
+    uint64_t enc = rd_uvint(c, "column subset");
+    uint32_t *idx = cf_arena_alloc(d->arena, (n_super ? n_super : 1) * sizeof *idx);
+    *idx_out = idx;
+    size_t k = 0;
+    if (c->bad) return 0;
+    if (enc == 0) {
+        for (size_t i = 0; i < n_super; i++) idx[k++] = (uint32_t)i;
+        return k;
+    }
+    if (n_super < 64) {
+        /* a bitmap of the MISSING columns */
+        if (n_super < 64 && (enc >> n_super) != 0) {
+            fail(c, "column subset names columns the header does not have");
+            return 0;
+        }
+        for (size_t i = 0; i < n_super; i++, enc >>= 1)
+            if (!(enc & 1)) idx[k++] = (uint32_t)i;
+        return k;
+    }
+    /* deserializeLargeSubset: enc is the number of missing columns */
+    if (enc > n_super) {
+        fail(c, "column subset larger than the header");
+        return 0;
+    }
+    size_t delta = (size_t)enc, count = n_super - delta;
+    if (count < n_super / 2) {
+        for (size_t i = 0; i < count; i++) {
+            uint32_t x = rd_uvint32(c, "column subset index");
+            if (c->bad || x >= n_super || (k && x <= idx[k - 1])) {
+                fail(c, "column subset index out of range");
+                return 0;
+            }
+            idx[k++] = x;
+        }
+    } else {
+        size_t i = 0, skipped = 0;
+        for (;;) {
+            size_t next_missing = n_super;
+            if (skipped < delta) {
+                next_missing = rd_uvint32(c, "column subset index");
+                if (c->bad || next_missing >= n_super || next_missing < i) {
+                    fail(c, "column subset index out of range");
+                    return 0;
+                }
+            }
+            while (i < next_missing) idx[k++] = (uint32_t)i++;
+            if (i == n_super) break;
+            i++;
+            skipped++;
+        }
+    }
+    return k;
+}
+
+/* ClusteringPrefix.Serializer.deserializeValuesWithoutSize */
+static cf_cass_bytes *read_clustering(cf_cass_decoder *d, cur *c, size_t size) {
+    const cf_cass_table *t = d->table;
+    if (size > t->n_clustering) {
+        fail(c, "clustering prefix longer than the table's clustering key");
+        return NULL;
+    }
+    cf_cass_bytes *v = cf_arena_alloc(d->arena, (size ? size : 1) * sizeof *v);
+    uint64_t header = 0;
+    for (size_t i = 0; i < size; i++) {
+        if (i % 32 == 0) header = rd_uvint(c, "clustering header");
+        if (c->bad) return NULL;
+        unsigned bit = (unsigned)(i % 32) * 2;
+        if (header & (1ULL << (bit + 1))) {
+            v[i].p = NULL; /* null */
+            v[i].len = 0;
+        } else if (header & (1ULL << bit)) {
+            v[i].p = c->p; /* empty */
+            v[i].len = 0;
+        } else {
+            v[i] = rd_value(c, cf_cql_type_fixed_length(t->clustering[i].type), "clustering value");
+            if (c->bad) return NULL;
+        }
+    }
+    return v;
+}
+
+static void read_cell(cf_cass_decoder *d, cur *c, const hcol *h, const cf_cass_row *row, cf_cass_cell *cell) {
+    uint8_t flags = rd_u8(c, "cell flags");
+    if (c->bad) return;
+    if (flags & 0xe0) {
+        c->p--;
+        fail(c, "cell flags with unknown bits");
+        return;
+    }
+    bool has_value = !(flags & 0x04);
+    cell->deleted = flags & 0x01;
+    cell->expiring = (flags & 0x02) && !cell->deleted;
+    bool use_row_ts = flags & 0x08, use_row_ttl = flags & 0x10;
+    cell->ts = use_row_ts ? row->ts : rd_ts(d, c);
+    if (use_row_ttl)
+        cell->local_deletion_time = row->local_expiration_time;
+    else
+        cell->local_deletion_time = (flags & 0x03) ? rd_ldt(d, c) : CF_CASS_NO_DELETION_TIME;
+    if (use_row_ttl)
+        cell->ttl = row->ttl;
+    else
+        cell->ttl = (flags & 0x02) ? rd_ttl(d, c) : CF_CASS_NO_TTL;
+    if (flags & 0x02) cell->expiring = true;
+    cell->path.p = NULL;
+    cell->path.len = 0;
+    if (h->complex) cell->path = rd_vbytes(c, "cell path");
+    cell->value.p = c->p;
+    cell->value.len = 0;
+    if (has_value) cell->value = rd_value(c, h->fixed, "cell value");
+    if (!c->bad && cell->ttl < 0) fail(c, "negative TTL");
+}
+
+/* UnfilteredSerializer.deserializeRowBody */
+static void read_row_body(cf_cass_decoder *d, cur *c, uint8_t flags, uint8_t ext, const hcol *cols, size_t n_cols,
+                          cf_cass_row *row) {
+    if (flags & 0x04) { /* HAS_TIMESTAMP */
+        row->has_liveness = true;
+        row->ts = rd_ts(d, c);
+        if (flags & 0x08) { /* HAS_TTL */
+            row->ttl = rd_ttl(d, c);
+            row->local_expiration_time = rd_ldt(d, c);
+        } else {
+            row->ttl = CF_CASS_NO_TTL;
+            row->local_expiration_time = CF_CASS_NO_DELETION_TIME;
+        }
+    } else {
+        row->ts = CF_CASS_LIVE_TS;
+        row->ttl = CF_CASS_NO_TTL;
+        row->local_expiration_time = CF_CASS_NO_DELETION_TIME;
+    }
+    row->deletion.marked_at = CF_CASS_LIVE_TS;
+    row->deletion.local_deletion_time = CF_CASS_NO_DELETION_TIME;
+    if (flags & 0x10) { /* HAS_DELETION */
+        row->deletion = rd_deletion(d, c);
+        row->shadowable = ext & 0x02;
+    }
+    uint32_t *idx;
+    size_t n;
+    if (flags & 0x20) { /* HAS_ALL_COLUMNS */
+        idx = cf_arena_alloc(d->arena, (n_cols ? n_cols : 1) * sizeof *idx);
+        for (size_t i = 0; i < n_cols; i++) idx[i] = (uint32_t)i;
+        n = n_cols;
+    } else {
+        n = read_subset(d, c, n_cols, &idx);
+    }
+    if (c->bad) return;
+    row->columns = cf_arena_alloc(d->arena, (n ? n : 1) * sizeof *row->columns);
+    row->n_columns = 0;
+    for (size_t i = 0; i < n && !c->bad; i++) {
+        const hcol *h = &cols[idx[i]];
+        cf_cass_column_data *cd = &row->columns[row->n_columns];
+        memset(cd, 0, sizeof *cd);
+        cd->name = h->name;
+        cd->type = h->type;
+        cd->complex = h->complex;
+        cd->dropped = h->dropped;
+        if (!h->complex) {
+            cd->cells = cf_arena_alloc(d->arena, sizeof *cd->cells);
+            read_cell(d, c, h, row, &cd->cells[0]);
+            cd->n_cells = 1;
+            /* Cassandra drops cells of dropped columns written before the drop */
+            if (h->dropped && cd->cells[0].ts <= h->dropped_time) continue;
+        } else {
+            if (flags & 0x40) { /* HAS_COMPLEX_DELETION: every complex column carries one */
+                cd->complex_deletion = rd_deletion(d, c);
+                cd->has_complex_deletion = !cf_cass_deletion_is_live(&cd->complex_deletion);
+            }
+            uint32_t count = rd_uvint32(c, "complex cell count");
+            if (c->bad) return;
+            if (count > (size_t)(c->end - c->p)) {
+                fail(c, "complex cell count larger than the mutation");
+                return;
+            }
+            cd->cells = cf_arena_alloc(d->arena, (count ? count : 1) * sizeof *cd->cells);
+            size_t kept = 0;
+            for (uint32_t j = 0; j < count && !c->bad; j++) {
+                read_cell(d, c, h, row, &cd->cells[kept]);
+                if (!(h->dropped && cd->cells[kept].ts <= h->dropped_time)) kept++;
+            }
+            cd->n_cells = kept;
+            if (h->dropped && !kept) continue;
+        }
+        row->n_columns++;
+    }
+}
+
+static cf_code decode_update_body(cf_cass_decoder *d, cur *c, cf_cass_update *u, cf_err *err) {
+    u->key = rd_vbytes(c, "partition key");
+    uint8_t flags = rd_u8(c, "partition flags");
+    u->partition_deletion.marked_at = CF_CASS_LIVE_TS;
+    u->partition_deletion.local_deletion_time = CF_CASS_NO_DELETION_TIME;
+    u->static_row = NULL;
+    u->rows = NULL;
+    u->n_rows = 0;
+    if (c->bad) return CF_OK;
+    u->token = cf_cass_murmur3_token(u->key.p, u->key.len);
+    if (flags & 0x01) return CF_OK; /* IS_EMPTY */
+    if (flags & 0xe0) {
+        c->p--;
+        fail(c, "partition flags with unknown bits");
+        return CF_OK;
+    }
+    bool has_pdel = flags & 0x04, has_static = flags & 0x08, has_estimate = flags & 0x10;
+    /* EncodingStats */
+    d->min_ts = (int64_t)(rd_uvint(c, "encoding stats") + (uint64_t)TIMESTAMP_EPOCH);
+    d->min_ldt = (int64_t)(rd_uvint(c, "encoding stats") + (uint64_t)DELETION_TIME_EPOCH);
+    d->min_ttl = (int64_t)rd_uvint(c, "encoding stats");
+    u->min_timestamp = d->min_ts;
+    hcol *statics = NULL, *regulars = NULL;
+    size_t n_statics = 0, n_regulars = 0;
+    cf_code rc;
+    if (has_static && (rc = read_columns(d, c, &statics, &n_statics, err))) return rc;
+    if ((rc = read_columns(d, c, &regulars, &n_regulars, err))) return rc;
+    if (has_pdel) u->partition_deletion = rd_deletion(d, c);
+    if (has_static && !c->bad) {
+        uint8_t f = rd_u8(c, "static row flags");
+        uint8_t ext = (f & 0x80) ? rd_u8(c, "static row flags") : 0;
+        if (!c->bad && ((f & 0x01) || (f & 0x02) || !(ext & 0x01))) {
+            fail(c, "static row flags without the static flag");
+            return CF_OK;
+        }
+        cf_cass_row *r = cf_arena_alloc(d->arena, sizeof *r);
+        memset(r, 0, sizeof *r);
+        r->kind = CF_CASS_STATIC_ROW;
+        r->bound = CF_CASS_BK_STATIC_CLUSTERING;
+        read_row_body(d, c, f, ext, statics, n_statics, r);
+        u->static_row = r;
+    }
+    if (has_estimate) rd_uvint(c, "row estimate");
+    size_t cap = 0;
+    while (!c->bad) {
+        uint8_t f = rd_u8(c, "row flags");
+        if (c->bad) break;
+        if (f & 0x01) break; /* END_OF_PARTITION */
+        if (u->n_rows == cap) {
+            size_t ncap = cap ? cap * 2 : 8;
+            cf_cass_row *nr = cf_arena_alloc(d->arena, ncap * sizeof *nr);
+            if (cap) memcpy(nr, u->rows, cap * sizeof *nr);
+            u->rows = nr;
+            cap = ncap;
+        }
+        cf_cass_row *r = &u->rows[u->n_rows];
+        memset(r, 0, sizeof *r);
+        uint8_t ext = (f & 0x80) ? rd_u8(c, "row extended flags") : 0;
+        if (f & 0x02) { /* IS_MARKER: range tombstone bound or boundary */
+            uint8_t kind = rd_u8(c, "bound kind");
+            uint16_t size = rd_u16(c, "bound size");
+            if (c->bad) break;
+            if (kind > 7 || kind == CF_CASS_BK_CLUSTERING || kind == CF_CASS_BK_STATIC_CLUSTERING) {
+                c->p -= 3;
+                fail(c, "range tombstone marker with an impossible bound kind");
+                break;
+            }
+            r->bound = (cf_cass_bound_kind)kind;
+            r->clustering = read_clustering(d, c, size);
+            r->n_clustering = size;
+            bool boundary = kind == CF_CASS_BK_EXCL_END_INCL_START_BOUNDARY || kind == CF_CASS_BK_INCL_END_EXCL_START_BOUNDARY;
+            r->kind = boundary ? CF_CASS_RT_BOUNDARY : CF_CASS_RT_BOUND;
+            r->ts = CF_CASS_LIVE_TS;
+            r->deletion = rd_deletion(d, c);
+            if (boundary) r->start_deletion = rd_deletion(d, c);
+        } else {
+            if (ext & 0x01) {
+                fail(c, "row with the static flag after the static row");
+                break;
+            }
+            r->kind = CF_CASS_ROW;
+            r->bound = CF_CASS_BK_CLUSTERING;
+            r->clustering = read_clustering(d, c, d->table->n_clustering);
+            r->n_clustering = d->table->n_clustering;
+            read_row_body(d, c, f, ext, regulars, n_regulars, r);
+        }
+        if (!c->bad) u->n_rows++;
+    }
+    return CF_OK;
+}
+
+cf_code cf_cass_mutation_first_table_id(const uint8_t *p, size_t len, uint8_t id[16], cf_err *err) {
+    cur c = {p, p, p + len, false, NULL, 0};
+    uint32_t n = rd_uvint32(&c, "update count");
+    if (!c.bad && n == 0) fail(&c, "mutation without updates");
+    if (need(&c, 16, "table id")) memcpy(id, c.p, 16);
+    if (c.bad) {
+        cf_err_set(err, CF_ERR_CORRUPT, "mutation does not decode: %s", c.what);
+        cf_err_where(err, "mutation byte %zu", c.bad_at);
+        return CF_ERR_CORRUPT;
+    }
+    return CF_OK;
+}
+
+cf_code cf_cass_decode_mutation(cf_cass_decoder *d, const uint8_t *p, size_t len, int messaging_version,
+                                cf_cass_mutation **out, uint8_t unknown_id[16], cf_err *err) {
+    cf_arena_reset(d->arena);
+    d->mv = messaging_version;
+    cf_cass_mutation *m = cf_arena_alloc(d->arena, sizeof *m);
+    memset(m, 0, sizeof *m);
+    *out = m;
+    cur c = {p, p, p + len, false, NULL, 0};
+    uint32_t n = rd_uvint32(&c, "update count");
+    if (!c.bad && n == 0) fail(&c, "mutation without updates");
+    if (!c.bad && n > len / 18) fail(&c, "update count larger than the mutation"); /* 16-byte id + key + flags */
+    if (!c.bad) m->updates = cf_arena_alloc(d->arena, n * sizeof *m->updates);
+    m->n_declared = n;
+    for (uint32_t i = 0; i < n && !c.bad; i++) {
+        size_t start = (size_t)(c.p - c.base);
+        if (!need(&c, 16, "table id")) break;
+        uint8_t id[16];
+        memcpy(id, c.p, 16);
+        c.p += 16;
+        const cf_cass_table *t = d->schema ? cf_cass_schema_table_by_id(d->schema, id) : NULL;
+        char ids[37];
+        cf_cass_uuid_format(id, ids);
+        if (!t) {
+            if (unknown_id) memcpy(unknown_id, id, 16);
+            if (i == 0) {
+                cf_err_set(err, CF_ERR_NOT_FOUND, "mutation for unknown table id %s skipped", ids);
+                cf_err_hint(err, "Load the schema of every table that shares the commit log (all user tables).");
+                return CF_ERR_NOT_FOUND;
+            }
+            cf_err_set(err, CF_ERR_SCHEMA,
+                       "mutation mixes known and unknown tables: update %u of %u is for unknown table id %s", i + 1, n,
+                       ids);
+            cf_err_detail(err, "%u update(s) decoded; the update for %s and the %u after it cannot be decoded "
+                               "(updates have no length prefix)",
+                          i, ids, n - i - 1);
+            cf_err_hint(err, "Load the schema of every table that can share a batch with a CDC table.");
+            cf_err_where(err, "mutation byte %zu", start);
+            return CF_ERR_SCHEMA;
+        }
+        /* Try the newest definition, then older ones if a column is unknown
+         * (segments written before an ALTER TABLE ... ADD/DROP). */
+        cf_cass_table *const *versions = NULL;
+        size_t nv = cf_cass_schema_table_versions(d->schema, id, &versions);
+        const uint8_t *body = c.p;
+        cf_code rc = CF_OK;
+        cf_cass_update *u = &m->updates[m->n_updates];
+        for (size_t v = 0;; v++) {
+            memset(u, 0, sizeof *u);
+            memcpy(u->table_id, id, 16);
+            u->byte_offset = start;
+            d->table = v == 0 ? t : versions[nv - 1 - v];
+            if (v > 0 && d->table == t) continue;
+            u->table = d->table;
+            c.p = body;
+            rc = decode_update_body(d, &c, u, err);
+            if (rc != CF_ERR_SCHEMA || v + 1 >= nv) break;
+        }
+        if (rc) {
+            cf_err_detail(err, "table %s.%s (id %s), %zu update(s) of %u decoded before it", t->keyspace, t->name, ids,
+                          m->n_updates, n);
+            cf_err_where(err, "mutation byte %zu", start);
+            return rc;
+        }
+        if (!c.bad) m->n_updates++;
+    }
+    if (!c.bad && c.p != c.end) fail(&c, "bytes left after the last update");
+    if (c.bad) {
+        cf_err_set(err, CF_ERR_CORRUPT, "mutation does not decode: %s", c.what);
+        cf_err_detail(err, "%zu bytes; %zu of %zu update(s) decoded before the damage%s%s%s", len, m->n_updates,
+                      m->n_declared, d->table ? " (table " : "", d->table ? d->table->name : "", d->table ? ")" : "");
+        cf_err_hint(err, "The entry CRC was valid, so the bytes are as written: the schema given probably does not "
+                         "match the one the data was written with.");
+        cf_err_where(err, "mutation byte %zu", c.bad_at);
+        return CF_ERR_CORRUPT;
+    }
+    return CF_OK;
+}
