@@ -1,0 +1,610 @@
+/*
+ * json_dom.c - the JSON reader and writer helpers of the convert module (see
+ * json_dom.h for why we do not use jansson here and which Jackson rules we
+ * follow).
+ */
+#include "json_dom.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- reader */
+
+typedef struct parser {
+    cf_arena *arena;
+    const char *p, *end, *base;
+    int depth;
+    /* scratch stack of pointers while a container is open */
+    void **stack;
+    size_t sp, scap;
+    cf_err *err;
+} parser;
+
+static cf_code perr(parser *ps, const char *at, const char *fmt, const char *what) {
+    size_t off = (size_t)(at - ps->base);
+    size_t line = 1, col = 1;
+    for (const char *q = ps->base; q < at; q++) {
+        if (*q == '\n') line++, col = 1;
+        else col++;
+    }
+    cf_err_set(ps->err, CF_ERR_INVALID, "invalid JSON: %s", what);
+    if (at < ps->end) {
+        unsigned char c = (unsigned char)*at;
+        if (c >= 0x20 && c < 0x7f) cf_err_detail(ps->err, fmt, c);
+        else cf_err_detail(ps->err, "found byte 0x%02x", c);
+    } else {
+        cf_err_detail(ps->err, "%s", "the input ended early");
+    }
+    cf_err_where(ps->err, "byte %zu (line %zu, column %zu)", off, line, col);
+    return CF_ERR_INVALID;
+}
+
+static void push(parser *ps, void *x) {
+    if (ps->sp == ps->scap) {
+        ps->scap = ps->scap ? ps->scap * 2 : 64;
+        ps->stack = cf_xrealloc(ps->stack, ps->scap * sizeof *ps->stack);
+    }
+    ps->stack[ps->sp++] = x;
+}
+
+static inline void skip_ws(parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\r' || *ps->p == '\t')) ps->p++;
+}
+
+static jnode *new_node(parser *ps, jn_type t, size_t start) {
+    jnode *n = cf_arena_alloc(ps->arena, sizeof *n);
+    memset(n, 0, sizeof *n);
+    n->type = t;
+    n->start = start;
+    return n;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static size_t put_utf8(char *o, uint32_t cp) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x800) { o[0] = (char)(0xc0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3f)); return 2; }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xe0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    o[0] = (char)(0xf0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* Length of a valid UTF-8 sequence starting at p (0 if invalid). */
+static size_t utf8_seq(const unsigned char *p, const unsigned char *end) {
+    unsigned c = p[0];
+    size_t n;
+    uint32_t cp, min;
+    if (c < 0x80) return 1;
+    if ((c & 0xe0) == 0xc0) n = 2, cp = c & 0x1f, min = 0x80;
+    else if ((c & 0xf0) == 0xe0) n = 3, cp = c & 0x0f, min = 0x800;
+    else if ((c & 0xf8) == 0xf0) n = 4, cp = c & 0x07, min = 0x10000;
+    else return 0;
+    if ((size_t)(end - p) < n) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return n;
+}
+
+/* Parse a string starting at the opening quote. */
+static cf_code parse_string(parser *ps, const char **out, size_t *out_len) {
+    const char *s = ++ps->p; /* after the quote */
+    /* fast scan: no escapes, ASCII or valid UTF-8 */
+    const char *q = s;
+    bool esc = false;
+    while (q < ps->end) {
+        unsigned char c = (unsigned char)*q;
+        if (c == '"') break;
+        if (c == '\\') { esc = true; q += 2; continue; }
+        if (c < 0x20) return perr(ps, q, "unescaped control character 0x%02x in a string", "control character in string");
+        if (c >= 0x80) {
+            size_t n = utf8_seq((const unsigned char *)q, (const unsigned char *)ps->end);
+            if (!n) return perr(ps, q, "invalid UTF-8 byte '%c'", "invalid UTF-8 in a string");
+            q += n;
+            continue;
+        }
+        q++;
+    }
+    if (q >= ps->end) return perr(ps, ps->end, "%c", "unterminated string");
+    size_t raw = (size_t)(q - s);
+    char *o = cf_arena_alloc(ps->arena, raw + 1);
+    if (!esc) {
+        memcpy(o, s, raw);
+        o[raw] = '\0';
+        *out = o;
+        *out_len = raw;
+        ps->p = q + 1;
+        return CF_OK;
+    }
+    size_t k = 0;
+    const char *r = s;
+    while (r < q) {
+        if (*r != '\\') { o[k++] = *r++; continue; }
+        r++;
+        switch (*r) {
+        case '"': o[k++] = '"'; r++; break;
+        case '\\': o[k++] = '\\'; r++; break;
+        case '/': o[k++] = '/'; r++; break;
+        case 'b': o[k++] = '\b'; r++; break;
+        case 'f': o[k++] = '\f'; r++; break;
+        case 'n': o[k++] = '\n'; r++; break;
+        case 'r': o[k++] = '\r'; r++; break;
+        case 't': o[k++] = '\t'; r++; break;
+        case 'u': {
+            uint32_t cp = 0;
+            for (int i = 1; i <= 4; i++) {
+                int h = (r + i < q) ? hexval(r[i]) : -1;
+                if (h < 0) return perr(ps, r + i < ps->end ? r + i : ps->end, "'%c' is not a hex digit", "invalid \\u escape");
+                cp = (cp << 4) | (uint32_t)h;
+            }
+            r += 5;
+            if (cp >= 0xd800 && cp <= 0xdbff) {
+                uint32_t lo = 0;
+                bool ok = r + 6 <= q && r[0] == '\\' && r[1] == 'u';
+                for (int i = 2; ok && i < 6; i++) {
+                    int h = hexval(r[i]);
+                    if (h < 0) ok = false;
+                    else lo = (lo << 4) | (uint32_t)h;
+                }
+                if (!ok || lo < 0xdc00 || lo > 0xdfff)
+                    return perr(ps, r, "'%c' does not start a low surrogate", "unpaired UTF-16 surrogate in \\u escape");
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                r += 6;
+            } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+                return perr(ps, r - 6, "'%c' starts a lone low surrogate", "unpaired UTF-16 surrogate in \\u escape");
+            }
+            k += put_utf8(o + k, cp); /* never longer than the 6+ escape bytes */
+            break;
+        }
+        default: return perr(ps, r, "'%c' cannot follow a backslash", "invalid escape in a string");
+        }
+    }
+    o[k] = '\0';
+    *out = o;
+    *out_len = k;
+    ps->p = q + 1;
+    return CF_OK;
+}
+
+static cf_code parse_number(parser *ps, jnode *n) {
+    const char *s = ps->p, *q = s;
+    bool integral = true;
+    if (q < ps->end && *q == '-') q++;
+    if (q >= ps->end || !(*q >= '0' && *q <= '9')) return perr(ps, q, "'%c' where a digit was expected", "invalid number");
+    if (*q == '0') {
+        q++;
+        if (q < ps->end && *q >= '0' && *q <= '9') return perr(ps, q, "'%c' after a leading zero", "leading zeros are not allowed");
+    } else {
+        while (q < ps->end && *q >= '0' && *q <= '9') q++;
+    }
+    if (q < ps->end && *q == '.') {
+        integral = false;
+        q++;
+        if (q >= ps->end || !(*q >= '0' && *q <= '9')) return perr(ps, q, "'%c' where a fraction digit was expected", "invalid number");
+        while (q < ps->end && *q >= '0' && *q <= '9') q++;
+    }
+    if (q < ps->end && (*q == 'e' || *q == 'E')) {
+        integral = false;
+        q++;
+        if (q < ps->end && (*q == '+' || *q == '-')) q++;
+        if (q >= ps->end || !(*q >= '0' && *q <= '9')) return perr(ps, q, "'%c' where an exponent digit was expected", "invalid number");
+        while (q < ps->end && *q >= '0' && *q <= '9') q++;
+    }
+    size_t len = (size_t)(q - s);
+    if (len > JSON_MAX_NUMBER_LEN) return perr(ps, s, "'%c' starts a number longer than 1000 characters", "number too long");
+    n->integral = integral;
+    n->str = cf_arena_strndup(ps->arena, s, len);
+    n->len = len;
+    ps->p = q;
+    return CF_OK;
+}
+
+static bool lit(parser *ps, const char *w, size_t n) {
+    if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, w, n) != 0) return false;
+    ps->p += n;
+    return true;
+}
+
+static uint32_t key_hash(const char *k, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)k[i]) * 16777619u;
+    return h;
+}
+
+/* Jackson keeps one entry per key: the last value at the first key's position. */
+static size_t dedupe_members(cf_arena *a, jmember *m, size_t n) {
+    if (n < 2) return n;
+    bool dup = false;
+    if (n <= 8) {
+        for (size_t i = 0; i < n && !dup; i++)
+            for (size_t j = i + 1; j < n && !dup; j++)
+                if (m[i].klen == m[j].klen && memcmp(m[i].key, m[j].key, m[i].klen) == 0) dup = true;
+    } else {
+        size_t cap = 16;
+        while (cap < n * 2) cap <<= 1;
+        size_t *tab = cf_arena_alloc(a, cap * sizeof *tab); /* index + 1, 0 = empty */
+        memset(tab, 0, cap * sizeof *tab);
+        for (size_t i = 0; i < n && !dup; i++) {
+            size_t h = key_hash(m[i].key, m[i].klen) & (cap - 1);
+            while (tab[h]) {
+                jmember *o = &m[tab[h] - 1];
+                if (o->klen == m[i].klen && memcmp(o->key, m[i].key, o->klen) == 0) { dup = true; break; }
+                h = (h + 1) & (cap - 1);
+            }
+            tab[h] = i + 1;
+        }
+    }
+    if (!dup) return n;
+    /* rare: quadratic is fine */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j;
+        for (j = 0; j < k; j++)
+            if (m[j].klen == m[i].klen && memcmp(m[j].key, m[i].key, m[i].klen) == 0) break;
+        if (j < k) m[j].val = m[i].val;
+        else m[k++] = m[i];
+    }
+    return k;
+}
+
+static cf_code parse_value(parser *ps, jnode **out);
+
+static cf_code parse_array(parser *ps, jnode *n) {
+    ps->p++; /* [ */
+    size_t base = ps->sp;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == ']') {
+        ps->p++;
+        return CF_OK;
+    }
+    for (;;) {
+        jnode *item;
+        cf_code rc = parse_value(ps, &item);
+        if (rc) return rc;
+        push(ps, item);
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') { ps->p++; continue; }
+        if (ps->p < ps->end && *ps->p == ']') { ps->p++; break; }
+        return perr(ps, ps->p, "'%c' where ',' or ']' was expected", "expected ',' or ']' in an array");
+    }
+    n->len = ps->sp - base;
+    n->items = cf_arena_alloc(ps->arena, n->len * sizeof(jnode *));
+    memcpy(n->items, ps->stack + base, n->len * sizeof(jnode *));
+    ps->sp = base;
+    return CF_OK;
+}
+
+static cf_code parse_object(parser *ps, jnode *n) {
+    ps->p++; /* { */
+    size_t base = ps->sp;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+        return CF_OK;
+    }
+    for (;;) {
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != '"')
+            return perr(ps, ps->p, "'%c' where a quoted field name was expected", "expected a field name");
+        const char *k;
+        size_t kl;
+        cf_code rc = parse_string(ps, &k, &kl);
+        if (rc) return rc;
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != ':') return perr(ps, ps->p, "'%c' where ':' was expected", "expected ':' after a field name");
+        ps->p++;
+        jnode *v;
+        rc = parse_value(ps, &v);
+        if (rc) return rc;
+        push(ps, (void *)k);
+        push(ps, (void *)(uintptr_t)kl);
+        push(ps, v);
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') { ps->p++; continue; }
+        if (ps->p < ps->end && *ps->p == '}') { ps->p++; break; }
+        return perr(ps, ps->p, "'%c' where ',' or '}' was expected", "expected ',' or '}' in an object");
+    }
+    size_t cnt = (ps->sp - base) / 3;
+    jmember *m = cf_arena_alloc(ps->arena, cnt * sizeof *m);
+    for (size_t i = 0; i < cnt; i++) {
+        m[i].key = ps->stack[base + 3 * i];
+        m[i].klen = (size_t)(uintptr_t)ps->stack[base + 3 * i + 1];
+        m[i].val = ps->stack[base + 3 * i + 2];
+    }
+    ps->sp = base;
+    n->members = m;
+    n->len = dedupe_members(ps->arena, m, cnt);
+    return CF_OK;
+}
+
+static cf_code parse_value(parser *ps, jnode **out) {
+    skip_ws(ps);
+    if (ps->p >= ps->end) return perr(ps, ps->p, "%c", "expected a value");
+    size_t start = (size_t)(ps->p - ps->base);
+    jnode *n;
+    cf_code rc = CF_OK;
+    switch (*ps->p) {
+    case '{':
+    case '[':
+        if (++ps->depth > JSON_MAX_DEPTH) return perr(ps, ps->p, "'%c' opens level 1001", "nesting deeper than 1000 levels");
+        n = new_node(ps, *ps->p == '{' ? JN_OBJECT : JN_ARRAY, start);
+        rc = n->type == JN_OBJECT ? parse_object(ps, n) : parse_array(ps, n);
+        ps->depth--;
+        break;
+    case '"':
+        n = new_node(ps, JN_STRING, start);
+        rc = parse_string(ps, &n->str, &n->len);
+        break;
+    case 't':
+        n = new_node(ps, JN_TRUE, start);
+        if (!lit(ps, "true", 4)) return perr(ps, ps->p, "'%c' starts an unknown literal", "unrecognized token");
+        break;
+    case 'f':
+        n = new_node(ps, JN_FALSE, start);
+        if (!lit(ps, "false", 5)) return perr(ps, ps->p, "'%c' starts an unknown literal", "unrecognized token");
+        break;
+    case 'n':
+        n = new_node(ps, JN_NULL, start);
+        if (!lit(ps, "null", 4)) return perr(ps, ps->p, "'%c' starts an unknown literal", "unrecognized token");
+        break;
+    default:
+        if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) {
+            n = new_node(ps, JN_NUMBER, start);
+            rc = parse_number(ps, n);
+        } else {
+            return perr(ps, ps->p, "'%c' cannot start a value", "unexpected character");
+        }
+    }
+    if (rc) return rc;
+    n->end = (size_t)(ps->p - ps->base);
+    *out = n;
+    return CF_OK;
+}
+
+cf_code json_parse(cf_arena *arena, const char *data, size_t len, jnode **out, cf_err *err) {
+    parser ps = {.arena = arena, .p = data, .end = data + len, .base = data, .err = err};
+    *out = NULL;
+    jnode *n = NULL;
+    cf_code rc = parse_value(&ps, &n);
+    if (!rc) {
+        skip_ws(&ps);
+        if (ps.p < ps.end) rc = perr(&ps, ps.p, "'%c' after the end of the value", "trailing data after the JSON value");
+    }
+    free(ps.stack);
+    if (!rc) *out = n;
+    return rc;
+}
+
+const jnode *json_get(const jnode *obj, const char *key) {
+    if (!obj || obj->type != JN_OBJECT) return NULL;
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < obj->len; i++)
+        if (obj->members[i].klen == kl && memcmp(obj->members[i].key, key, kl) == 0) return obj->members[i].val;
+    return NULL;
+}
+
+const char *json_type_name(const jnode *n) {
+    if (!n) return "MISSING";
+    switch (n->type) {
+    case JN_NULL: return "NULL";
+    case JN_FALSE:
+    case JN_TRUE: return "BOOLEAN";
+    case JN_NUMBER: return "NUMBER";
+    case JN_STRING: return "STRING";
+    case JN_ARRAY: return "ARRAY";
+    case JN_OBJECT: return "OBJECT";
+    }
+    return "?";
+}
+
+/* ---------------------------------------------------------------- writer */
+
+void json_write_string(cf_buf *b, const char *s, size_t len) {
+    static const char hex[] = "0123456789ABCDEF";
+    cf_buf_reserve(b, len + 2);
+    cf_buf_append_byte(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        cf_buf_append(b, s + run, i - run);
+        run = i + 1;
+        char e[7] = {'\\', 0};
+        switch (c) {
+        case '"': e[1] = '"'; cf_buf_append(b, e, 2); break;
+        case '\\': e[1] = '\\'; cf_buf_append(b, e, 2); break;
+        case '\b': e[1] = 'b'; cf_buf_append(b, e, 2); break;
+        case '\t': e[1] = 't'; cf_buf_append(b, e, 2); break;
+        case '\n': e[1] = 'n'; cf_buf_append(b, e, 2); break;
+        case '\f': e[1] = 'f'; cf_buf_append(b, e, 2); break;
+        case '\r': e[1] = 'r'; cf_buf_append(b, e, 2); break;
+        default:
+            e[1] = 'u'; e[2] = '0'; e[3] = '0'; e[4] = hex[c >> 4]; e[5] = hex[c & 15];
+            cf_buf_append(b, e, 6);
+        }
+    }
+    cf_buf_append(b, s + run, len - run);
+    cf_buf_append_byte(b, '"');
+}
+
+/* Java's (JDK 19+) Double.toString / Float.toString layout of the shortest
+ * decimal digits `dig` (no leading zeros) with decimal exponent `e10` such
+ * that value = 0.d1d2d3... * 10^e10. */
+static void java_layout(cf_buf *b, bool neg, const char *dig, int nd, int e10) {
+    if (neg) cf_buf_append_byte(b, '-');
+    int sci = e10 - 1; /* exponent in d.ddd form */
+    if (sci >= -3 && sci < 7) {
+        if (e10 <= 0) {
+            cf_buf_append_str(b, "0.");
+            for (int i = 0; i < -e10; i++) cf_buf_append_byte(b, '0');
+            cf_buf_append(b, dig, (size_t)nd);
+        } else if (nd <= e10) {
+            cf_buf_append(b, dig, (size_t)nd);
+            for (int i = nd; i < e10; i++) cf_buf_append_byte(b, '0');
+            cf_buf_append_str(b, ".0");
+        } else {
+            cf_buf_append(b, dig, (size_t)e10);
+            cf_buf_append_byte(b, '.');
+            cf_buf_append(b, dig + e10, (size_t)(nd - e10));
+        }
+    } else {
+        cf_buf_append_byte(b, dig[0]);
+        cf_buf_append_byte(b, '.');
+        if (nd > 1) cf_buf_append(b, dig + 1, (size_t)(nd - 1));
+        else cf_buf_append_byte(b, '0');
+        cf_buf_printf(b, "E%d", sci);
+    }
+}
+
+/* Shortest %.Ne digits that read back to the same value. */
+static void shortest(double d, bool is_float, char *dig, int *nd, int *e10) {
+    char tmp[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
+        bool same = is_float ? (strtof(tmp, NULL) == (float)d) : (strtod(tmp, NULL) == d);
+        if (same || prec == 17) break;
+    }
+    /* tmp = "d.ddde[+-]xx" */
+    int k = 0;
+    const char *q = tmp;
+    while (*q && *q != 'e') {
+        if (*q >= '0' && *q <= '9') dig[k++] = *q;
+        q++;
+    }
+    int ex = atoi(q + 1);
+    while (k > 1 && dig[k - 1] == '0') k--;
+    dig[k] = '\0';
+    *nd = k;
+    *e10 = ex + 1;
+}
+
+static bool write_non_finite(cf_buf *b, double d, bool quote) {
+    const char *s = NULL;
+    if (isnan(d)) s = "NaN";
+    else if (isinf(d)) s = d > 0 ? "Infinity" : "-Infinity";
+    if (!s) return false;
+    if (quote) cf_buf_printf(b, "\"%s\"", s);
+    else cf_buf_append_str(b, s);
+    return true;
+}
+
+void json_write_double(cf_buf *b, double d, bool quote_non_finite) {
+    if (write_non_finite(b, d, quote_non_finite)) return;
+    if (d == 0) {
+        cf_buf_append_str(b, signbit(d) ? "-0.0" : "0.0");
+        return;
+    }
+    char dig[40];
+    int nd, e10;
+    shortest(fabs(d), false, dig, &nd, &e10);
+    java_layout(b, d < 0, dig, nd, e10);
+}
+
+void json_write_float(cf_buf *b, float f, bool quote_non_finite) {
+    if (write_non_finite(b, f, quote_non_finite)) return;
+    if (f == 0) {
+        cf_buf_append_str(b, signbit(f) ? "-0.0" : "0.0");
+        return;
+    }
+    char dig[40];
+    int nd, e10;
+    shortest(fabs((double)f), true, dig, &nd, &e10);
+    java_layout(b, f < 0, dig, nd, e10);
+}
+
+void json_write_bigdecimal(cf_buf *b, const char *unscaled, int32_t scale) {
+    bool neg = unscaled[0] == '-';
+    const char *c = unscaled + (neg ? 1 : 0);
+    long n = (long)strlen(c);
+    long adjusted = -(long)scale + (n - 1);
+    if (neg) cf_buf_append_byte(b, '-');
+    if (scale >= 0 && adjusted >= -6) {
+        if (scale == 0) {
+            cf_buf_append(b, c, (size_t)n);
+        } else if (n > scale) {
+            cf_buf_append(b, c, (size_t)(n - scale));
+            cf_buf_append_byte(b, '.');
+            cf_buf_append(b, c + n - scale, (size_t)scale);
+        } else {
+            cf_buf_append_str(b, "0.");
+            for (long i = n; i < scale; i++) cf_buf_append_byte(b, '0');
+            cf_buf_append(b, c, (size_t)n);
+        }
+        return;
+    }
+    cf_buf_append_byte(b, c[0]);
+    if (n > 1) {
+        cf_buf_append_byte(b, '.');
+        cf_buf_append(b, c + 1, (size_t)(n - 1));
+    }
+    if (adjusted != 0) cf_buf_printf(b, "E%s%ld", adjusted > 0 ? "+" : "", adjusted);
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void json_write_base64(cf_buf *b, const uint8_t *p, size_t n) {
+    cf_buf_reserve(b, (n + 2) / 3 * 4);
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+        char o[4] = {b64[v >> 18], b64[(v >> 12) & 63], b64[(v >> 6) & 63], b64[v & 63]};
+        cf_buf_append(b, o, 4);
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        char o[4] = {b64[v >> 18], b64[(v >> 12) & 63], '=', '='};
+        cf_buf_append(b, o, 4);
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
+        char o[4] = {b64[v >> 18], b64[(v >> 12) & 63], b64[(v >> 6) & 63], '='};
+        cf_buf_append(b, o, 4);
+    }
+}
+
+static int b64val(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+bool json_base64_decode(const char *s, size_t n, uint8_t **out, size_t *out_len) {
+    while (n > 0 && s[n - 1] == '=') n--; /* padding is optional */
+    if (n % 4 == 1) return false;
+    uint8_t *o = cf_xmalloc(n / 4 * 3 + 3 + 1);
+    size_t k = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64val((unsigned char)s[i]);
+        if (v < 0) {
+            free(o);
+            return false;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            o[k++] = (uint8_t)(acc >> bits);
+        }
+    }
+    o[k] = 0;
+    *out = o;
+    *out_len = k;
+    return true;
+}
