@@ -76,6 +76,7 @@ typedef struct cf_extract_pos {
     uint64_t line;  /* 1-based line where the record starts (CSV, JSONL) */
     uint64_t start; /* byte offset of its first byte */
     uint64_t end;   /* byte offset just past it (and its line end) */
+    uint64_t end_line; /* line where the next record starts (CSV, JSONL) */
 } cf_extract_pos;
 
 typedef struct cf_extractor cf_extractor;

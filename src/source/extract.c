@@ -203,6 +203,7 @@ static cf_code csv_next_raw(cf_extractor *x, cf_extract_pos *pos, cf_err *err) {
             pos->end = x->base + x->off;
             x->line++;
             x->index++;
+            pos->end_line = x->line;
             cf_err_set(err, CF_ERR_INVALID, "malformed CSV record in \"%s\": %s", cf_reader_name(x->r), why);
             cf_err_where(err, "%s: line %llu, byte %llu", cf_reader_name(x->r), (unsigned long long)pos->line,
                          (unsigned long long)pos->start);
@@ -212,6 +213,7 @@ static cf_code csv_next_raw(cf_extractor *x, cf_extract_pos *pos, cf_err *err) {
         x->off += used;
         x->line += lines;
         pos->end = x->base + x->off;
+        pos->end_line = x->line;
         return CF_OK;
     }
 }
@@ -337,6 +339,7 @@ static cf_code next_bytes(cf_extractor *x, cf_schema **schema, cf_value **value,
     if (n > x->chunk) n = x->chunk;
     pos->index = x->index++;
     pos->line = 0;
+    pos->end_line = 0;
     pos->start = x->base + x->off;
     *value = cf_value_bytes(x->buf + x->off, n);
     *schema = cf_schema_primitive(CF_BYTES, true);
@@ -368,6 +371,7 @@ static cf_code next_jsonl(cf_extractor *x, cf_schema **schema, cf_value **value,
         pos->line = lineno;
         pos->start = start;
         pos->end = x->base + x->off;
+        pos->end_line = x->line;
         cf_code rc = cf_converter_to_connect(x->json, NULL, line, l, schema, value, err);
         if (rc) {
             if (err) {

@@ -1,0 +1,471 @@
+/*
+ * task.c - the framework's source task: a poller thread lists objects,
+ * extracts records into a bounded queue, and poll() hands them out (see
+ * include/cdcflow/source.h).
+ *
+ * Why a thread: listing and extraction (I/O, decompression, parsing) then
+ * overlap with the worker's converting and producing, and the queue bound
+ * keeps memory flat. The poller is the only thread that touches the native
+ * source; poll() is the only one that touches the worker context's error
+ * reporting (bad records travel through the queue as error items).
+ *
+ * Delivery: a record's source offset is the object's entry AFTER it, so a
+ * committed offset resumes at the next record. The last record of an object
+ * carries done=true (one record of lookahead tells us it is the last). An
+ * object with no records carries no offset; it is opened again after a
+ * restart and yields nothing (cheap, and documented).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "cdcflow/buf.h"
+#include "cdcflow/log.h"
+#include "cdcflow/source.h"
+
+#define COMP "source"
+
+const char *const cf_source_formats[] = {"bytes", "csv", "jsonl", NULL};
+const char *const cf_source_compressions[] = {"none", "gzip", "snappy", "zstd", NULL};
+const char *const cf_source_distributions[] = {"object_hash", "partition", NULL};
+
+static const cf_cfg_def framework_defs[] = {
+    CF_SOURCE_FRAMEWORK_DEFS
+    {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
+};
+
+const cf_cfg_table cf_source_framework_table = {
+    "source framework",
+    "Source framework (every files/stream source)",
+    "Settings shared by the sources built on the source framework. Names follow Aiven's cloud storage "
+    "connectors where they exist.",
+    framework_defs,
+    NULL,
+};
+
+/* ---- a small set of seen objects: key -> (size, mtime, done) ---- */
+
+typedef struct seen_entry {
+    char *key;
+    int64_t size, mtime;
+    bool done;
+} seen_entry;
+
+typedef struct seen_set {
+    seen_entry *slots;
+    size_t cap, len;
+} seen_set;
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    return h;
+}
+
+static seen_entry *seen_find(seen_set *s, const char *key, bool create) {
+    if (create && (s->len + 1) * 2 > s->cap) {
+        seen_set n = {cf_xcalloc(s->cap ? s->cap * 2 : 64, sizeof(seen_entry)), s->cap ? s->cap * 2 : 64, 0};
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i].key) {
+                size_t j = fnv1a(s->slots[i].key) & (n.cap - 1);
+                while (n.slots[j].key) j = (j + 1) & (n.cap - 1);
+                n.slots[j] = s->slots[i];
+                n.len++;
+            }
+        free(s->slots);
+        *s = n;
+    }
+    if (!s->cap) return NULL;
+    size_t j = fnv1a(key) & (s->cap - 1);
+    while (s->slots[j].key) {
+        if (strcmp(s->slots[j].key, key) == 0) return &s->slots[j];
+        j = (j + 1) & (s->cap - 1);
+    }
+    if (!create) return NULL;
+    s->slots[j].key = cf_xstrdup(key);
+    s->len++;
+    return &s->slots[j];
+}
+
+static void seen_free(seen_set *s) {
+    for (size_t i = 0; i < s->cap; i++) free(s->slots[i].key);
+    free(s->slots);
+}
+
+/* ---- the queue ---- */
+
+typedef struct qitem {
+    cf_record *rec; /* or NULL for an error item */
+    cf_err problem;
+    char *raw;
+    size_t raw_len;
+} qitem;
+
+struct cf_source_task {
+    void *self;
+    const cf_native_ops *ops;
+    cf_source_ctx *ctx;
+    /* settings */
+    char *topic;
+    cf_input_format fmt;
+    cf_compression comp;
+    cf_name_template *tmpl;
+    bool by_partition;
+    int64_t backoff_initial, backoff_max, full_interval;
+    double jitter;
+    cf_props *xopts;
+    int task_id, task_count;
+    /* queue */
+    pthread_mutex_t mu;
+    pthread_cond_t not_empty, not_full;
+    qitem *q;
+    size_t qcap, qhead, qlen;
+    bool poller_failed;
+    cf_err poller_err;
+    /* poller */
+    pthread_t thread;
+    bool thread_started;
+    _Atomic bool stopping;
+    seen_set seen;
+    _Atomic uint64_t st_started, st_done, st_changed, st_records, st_bad, st_skipped;
+    unsigned rng;
+};
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Block while the queue is full; false if stopping. Takes `it`. */
+static bool enqueue(cf_source_task *t, qitem *it) {
+    pthread_mutex_lock(&t->mu);
+    while (t->qlen == t->qcap && !atomic_load(&t->stopping)) pthread_cond_wait(&t->not_full, &t->mu);
+    if (atomic_load(&t->stopping)) {
+        pthread_mutex_unlock(&t->mu);
+        cf_record_destroy(it->rec);
+        free(it->raw);
+        return false;
+    }
+    t->q[(t->qhead + t->qlen) % t->qcap] = *it;
+    t->qlen++;
+    pthread_cond_signal(&t->not_empty);
+    pthread_mutex_unlock(&t->mu);
+    return true;
+}
+
+static bool mine(cf_source_task *t, const char *key, const cf_name_match *m) {
+    if (t->task_count <= 1) return true;
+    if (t->by_partition) {
+        if (!m->has_partition) {
+            CF_WARN(COMP, "object \"%s\" has no {{partition}} in its name; distribution.type=partition skips it", key);
+            return false;
+        }
+        return m->partition % t->task_count == t->task_id;
+    }
+    return (int)(fnv1a(key) % (uint64_t)t->task_count) == t->task_id;
+}
+
+static cf_record *make_record(cf_source_task *t, const cf_native_info *info, const cf_name_match *m, cf_schema *s,
+                              cf_value *v) {
+    cf_record *r = cf_record_new();
+    cf_record_set_topic(r, t->topic ? t->topic : m->topic);
+    r->partition = m->has_partition ? m->partition : CF_PARTITION_ANY;
+    cf_record_set_key(r, cf_schema_primitive(CF_STRING, true), cf_value_string(info->key));
+    cf_record_set_value(r, s, v);
+    return r;
+}
+
+static void emit_offset(cf_source_task *t, cf_record *r, const char *key, const cf_offset_entry *e) {
+    cf_record_set_source(r, t->ops->partition_map(t->self, key), cf_offset_entry_to_map(e));
+}
+
+/* Read one object from its stored entry to the end. False when stopping. */
+static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_name_match *m, cf_offset_entry *e) {
+    cf_err err;
+    cf_reader *r;
+    cf_extractor *x;
+    atomic_fetch_add(&t->st_started, 1);
+    if (t->ops->open(t->self, info, t->comp, &r, &err) ||
+        cf_extractor_new(t->fmt, t->xopts, r, (uint64_t)e->position, (uint64_t)e->record_count,
+                         (uint64_t)(e->line > 0 ? e->line : 0), &x, &err)) {
+        qitem it = {NULL, err, NULL, 0};
+        return enqueue(t, &it);
+    }
+    e->size = info->size;
+    e->mtime_ms = info->mtime_ms;
+    cf_record *pending = NULL;
+    cf_offset_entry pend_e = *e;
+    for (;;) {
+        if (atomic_load(&t->stopping)) {
+            cf_record_destroy(pending);
+            cf_extractor_destroy(x);
+            return false;
+        }
+        cf_schema *s;
+        cf_value *v;
+        cf_extract_pos pos;
+        cf_code rc = cf_extractor_next(x, &s, &v, &pos, &err);
+        if (rc == CF_OK || rc == CF_ERR_INVALID) {
+            if (pending) {
+                emit_offset(t, pending, info->key, &pend_e);
+                qitem it = {pending, {0}, NULL, 0};
+                pending = NULL;
+                if (!enqueue(t, &it)) break;
+            }
+            e->record_count = (int64_t)pos.index + 1;
+            e->position = (int64_t)pos.end;
+            e->line = (int64_t)pos.end_line;
+        }
+        if (rc == CF_OK) {
+            atomic_fetch_add(&t->st_records, 1);
+            pending = make_record(t, info, m, s, v);
+            pend_e = *e;
+        } else if (rc == CF_ERR_INVALID) {
+            atomic_fetch_add(&t->st_bad, 1);
+            qitem it = {NULL, err, NULL, 0};
+            if (!enqueue(t, &it)) break;
+        } else if (rc == CF_ERR_EOF) {
+            if (pending) {
+                pend_e.done = true;
+                emit_offset(t, pending, info->key, &pend_e);
+                qitem it = {pending, {0}, NULL, 0};
+                pending = NULL;
+                if (!enqueue(t, &it)) break;
+            }
+            e->done = true;
+            atomic_fetch_add(&t->st_done, 1);
+            break;
+        } else {
+            /* I/O or corrupt stream: report; the object is not done and will be retried */
+            cf_record_destroy(pending);
+            pending = NULL;
+            qitem it = {NULL, err, NULL, 0};
+            enqueue(t, &it);
+            break;
+        }
+    }
+    cf_record_destroy(pending);
+    cf_extractor_destroy(x);
+    return !atomic_load(&t->stopping);
+}
+
+static void sleep_backoff(cf_source_task *t, int64_t ms) {
+    double j = t->jitter * (((double)rand_r(&t->rng) / RAND_MAX) * 2 - 1);
+    int64_t wait = (int64_t)(ms * (1 + j));
+    if (wait < 1) wait = 1;
+    if (t->ops->wait_for_change) {
+        t->ops->wait_for_change(t->self, (int)wait);
+    } else {
+        int64_t end = now_ms() + wait;
+        while (!atomic_load(&t->stopping) && now_ms() < end) {
+            struct timespec ts = {0, 20 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static void *poller(void *arg) {
+    cf_source_task *t = arg;
+    char *after = NULL;
+    int64_t backoff = t->backoff_initial, last_full = now_ms();
+    while (!atomic_load(&t->stopping)) {
+        if (t->full_interval > 0 && now_ms() - last_full >= t->full_interval) {
+            free(after);
+            after = NULL;
+            last_full = now_ms();
+        }
+        cf_native_info *items = NULL;
+        size_t n = 0;
+        cf_err err;
+        if (t->ops->list(t->self, after, 1000, &items, &n, &err)) {
+            CF_WARN(COMP, "listing %s failed: %s (%s); retrying in %lld ms", t->ops->kind, err.message, err.detail,
+                    (long long)backoff);
+            sleep_backoff(t, backoff);
+            backoff = backoff * 2 > t->backoff_max ? t->backoff_max : backoff * 2;
+            continue;
+        }
+        size_t worked = 0;
+        for (size_t i = 0; i < n && !atomic_load(&t->stopping); i++) {
+            cf_native_info *info = &items[i];
+            free(after);
+            after = cf_xstrdup(info->key);
+            cf_name_match m;
+            if (!cf_name_template_match(t->tmpl, info->key, &m)) continue;
+            if (!t->topic && !m.has_topic) continue;
+            if (!mine(t, info->key, &m)) continue;
+            cf_offset_entry e;
+            seen_entry *se = seen_find(&t->seen, info->key, false);
+            if (se) {
+                memset(&e, 0, sizeof e);
+                e.size = se->size, e.mtime_ms = se->mtime, e.done = se->done;
+            } else {
+                cf_value *pm = t->ops->partition_map(t->self, info->key);
+                cf_value *stored = cf_source_ctx_offset(t->ctx, pm);
+                cf_value_destroy(pm);
+                if (cf_offset_entry_from_map(stored, &e, &err)) {
+                    CF_WARN(COMP, "%s: %s; reading \"%s\" from the start", t->ops->kind, err.message, info->key);
+                    memset(&e, 0, sizeof e);
+                }
+                cf_value_destroy(stored);
+            }
+            bool known = se || e.record_count > 0 || e.done;
+            if (known && (e.size != info->size || e.mtime_ms != info->mtime_ms)) {
+                atomic_fetch_add(&t->st_changed, 1);
+                CF_WARN(COMP,
+                        "object \"%s\" changed (size %lld -> %lld, mtime %lld -> %lld): reading it again from the start; "
+                        "its records already sent may be duplicated",
+                        info->key, (long long)e.size, (long long)info->size, (long long)e.mtime_ms,
+                        (long long)info->mtime_ms);
+                memset(&e, 0, sizeof e);
+            } else if (e.done) {
+                atomic_fetch_add(&t->st_skipped, 1);
+                continue;
+            }
+            worked++;
+            bool go = read_object(t, info, &m, &e);
+            se = seen_find(&t->seen, info->key, true);
+            se->size = info->size, se->mtime = info->mtime_ms, se->done = e.done;
+            if (!go) break;
+        }
+        cf_native_infos_free(items, n);
+        if (worked == 0 && n < 1000) {
+            sleep_backoff(t, backoff);
+            backoff = backoff * 2 > t->backoff_max ? t->backoff_max : backoff * 2;
+        } else {
+            backoff = t->backoff_initial;
+        }
+    }
+    free(after);
+    return NULL;
+}
+
+cf_code cf_source_task_new(const cf_config *cfg, cf_source_ctx *ctx, void *self, const cf_native_ops *ops,
+                           cf_source_task **out, cf_err *err) {
+    cf_source_task *t = cf_xcalloc(1, sizeof *t);
+    t->self = self;
+    t->ops = ops;
+    t->ctx = ctx;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->not_empty, NULL);
+    pthread_cond_init(&t->not_full, NULL);
+    const char *topic = cf_config_string(cfg, "topic");
+    t->topic = topic && *topic ? cf_xstrdup(topic) : NULL;
+    cf_code rc;
+    if ((rc = cf_input_format_parse(cf_config_string(cfg, "input.format"), &t->fmt, err)) ||
+        (rc = cf_compression_parse(cf_config_string(cfg, "file.compression.type"), &t->comp, err)) ||
+        (rc = cf_name_template_new(cf_config_string(cfg, "file.name.template"), &t->tmpl, err)))
+        goto fail;
+    if (!t->topic && !strstr(cf_config_string(cfg, "file.name.template"), "{{topic}}")) {
+        rc = cf_err_set(err, CF_ERR_CONFIG, "no topic: set \"topic\" or put {{topic}} in file.name.template");
+        goto fail;
+    }
+    t->by_partition = strcasecmp(cf_config_string(cfg, "distribution.type"), "partition") == 0;
+    t->backoff_initial = cf_config_long(cfg, "poll.backoff.initial.ms");
+    t->backoff_max = cf_config_long(cfg, "poll.backoff.max.ms");
+    t->jitter = cf_config_double(cfg, "poll.backoff.jitter");
+    t->full_interval = cf_config_long(cfg, "listing.full.interval.ms");
+    t->qcap = (size_t)cf_config_int(cfg, "queue.max.records");
+    t->q = cf_xcalloc(t->qcap, sizeof(qitem));
+    t->xopts = cf_props_new();
+    char num[32];
+    snprintf(num, sizeof num, "%d", cf_config_int(cfg, "extractor.buffer"));
+    cf_props_set(t->xopts, "extractor.buffer", num);
+    cf_props_set(t->xopts, "extractor.csv.headers.enabled", cf_config_bool(cfg, "extractor.csv.headers.enabled") ? "true" : "false");
+    size_t nh = 0;
+    const char *const *hs = cf_config_list(cfg, "extractor.csv.headers", &nh);
+    if (nh) {
+        cf_buf b = CF_BUF_INIT;
+        for (size_t i = 0; i < nh; i++) cf_buf_printf(&b, "%s%s", i ? "," : "", hs[i]);
+        cf_props_set(t->xopts, "extractor.csv.headers", b.data);
+        cf_buf_free(&b);
+        if (!cf_props_has(cf_config_props(cfg), "extractor.csv.headers.enabled"))
+            cf_props_set(t->xopts, "extractor.csv.headers.enabled", "false");
+    }
+    t->task_id = cf_source_ctx_task_id(ctx);
+    t->task_count = cf_source_ctx_task_count(ctx);
+    t->rng = (unsigned)time(NULL) ^ (unsigned)t->task_id;
+    if (pthread_create(&t->thread, NULL, poller, t) != 0) {
+        rc = cf_err_set(err, CF_ERR_INTERNAL, "could not start the poller thread");
+        goto fail;
+    }
+    t->thread_started = true;
+    *out = t;
+    return CF_OK;
+fail:
+    t->self = self;
+    cf_source_task_stop(t);
+    return rc;
+}
+
+cf_code cf_source_task_poll(void *task, cf_record **out, size_t max, size_t *n, cf_err *err) {
+    cf_source_task *t = task;
+    *n = 0;
+    pthread_mutex_lock(&t->mu);
+    if (t->qlen == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&t->not_empty, &t->mu, &ts);
+    }
+    cf_code rc = CF_OK;
+    while (t->qlen > 0 && *n < max) {
+        qitem it = t->q[t->qhead];
+        t->qhead = (t->qhead + 1) % t->qcap;
+        t->qlen--;
+        pthread_cond_signal(&t->not_full);
+        if (it.rec) {
+            out[(*n)++] = it.rec;
+            continue;
+        }
+        /* a bad record or a failed object: errors.tolerance decides */
+        pthread_mutex_unlock(&t->mu);
+        cf_log_err(CF_LOG_WARN, COMP, &it.problem);
+        rc = cf_source_ctx_report(t->ctx, it.raw, it.raw_len, &it.problem, err);
+        free(it.raw);
+        pthread_mutex_lock(&t->mu);
+        if (rc) break;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+void cf_source_task_stop(void *task) {
+    cf_source_task *t = task;
+    if (!t) return;
+    atomic_store(&t->stopping, true);
+    pthread_mutex_lock(&t->mu);
+    pthread_cond_broadcast(&t->not_full);
+    pthread_cond_broadcast(&t->not_empty);
+    pthread_mutex_unlock(&t->mu);
+    if (t->thread_started) pthread_join(t->thread, NULL);
+    for (size_t i = 0; i < t->qlen; i++) {
+        qitem *it = &t->q[(t->qhead + i) % t->qcap];
+        cf_record_destroy(it->rec);
+        free(it->raw);
+    }
+    free(t->q);
+    if (t->ops && t->ops->destroy) t->ops->destroy(t->self);
+    cf_name_template_destroy(t->tmpl);
+    cf_props_destroy(t->xopts);
+    seen_free(&t->seen);
+    free(t->topic);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->not_empty);
+    pthread_cond_destroy(&t->not_full);
+    free(t);
+}
+
+void cf_source_task_stats(cf_source_task *t, cf_source_stats *o) {
+    o->objects_started = atomic_load(&t->st_started);
+    o->objects_done = atomic_load(&t->st_done);
+    o->objects_changed = atomic_load(&t->st_changed);
+    o->records = atomic_load(&t->st_records);
+    o->bad_records = atomic_load(&t->st_bad);
+    o->skipped_done = atomic_load(&t->st_skipped);
+}
