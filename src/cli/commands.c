@@ -6,6 +6,7 @@
 #include "cli.h"
 
 extern const cf_command cf_cmd_version;
+extern const cf_command cf_cmd_cassandra;
 extern const cf_command cf_cmd_config;
 extern const cf_command cf_cmd_validate;
 
@@ -13,5 +14,6 @@ const cf_command *const cf_commands[] = {
     &cf_cmd_version,
     &cf_cmd_config,
     &cf_cmd_validate,
+    &cf_cmd_cassandra,
     NULL,
 };
