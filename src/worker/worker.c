@@ -1,0 +1,1937 @@
+/*
+ * worker.c - the connector runtime: connectors, one thread per task, the
+ * source and sink task loops, the direct hand-off, offsets and error
+ * tolerance. See include/cdcflow/worker.h for the guarantees.
+ *
+ * SOURCE TASK LOOP (Connect's WorkerSourceTask)
+ *   poll -> transforms -> converters -> send (Kafka / record file) or hand
+ *   to the sinks (direct). Every record gets a cf_ack, queued in poll order.
+ *   Acknowledgements arrive from other threads (delivery reports, sink
+ *   flushes) as an atomic decrement; the task thread walks the queue from
+ *   its head and stores the offset of every fully acknowledged record, so an
+ *   offset is never stored before a record polled earlier was acknowledged.
+ *   The store is flushed every offset.flush.interval.ms and at stop.
+ *   When the transport's queue is full the task stops polling (back-pressure)
+ *   and retries with exponential backoff, logging one line per step.
+ *
+ * SINK TASK LOOP (Connect's WorkerSinkTask)
+ *   read (Kafka consumer / record file / direct queue) -> converters ->
+ *   transforms -> put. Every offset.flush.interval.ms, at the end of a
+ *   bounded input, before a rebalance takes partitions away and at stop:
+ *   flush, and only when it returned CF_OK commit the consumer positions (or
+ *   acknowledge the direct records, which lets the sources store offsets).
+ *
+ * LIFETIME: connectors are reference counted; a source in direct mode
+ * holds a reference to the sink connectors it hands records to while it
+ * does so, so REST can delete or restart a sink at any time.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cdcflow/convert.h"
+#include "cdcflow/log.h"
+#include "cdcflow/version.h"
+#include "cdcflow/worker.h"
+#include "worker_internal.h"
+
+#define COMP "worker"
+#define SOURCE_BATCH 500
+#define SINK_BATCH 500
+#define MAX_INFLIGHT 20000     /* source records not yet acknowledged */
+#define DIRECT_QUEUE_MAX 10000 /* records waiting in a direct sink's queue */
+
+/* ---------------- worker settings ---------------- */
+
+static const char *const transport_values[] = {"kafka", "direct", NULL};
+
+static const cf_cfg_def worker_defs[] = {
+    {"bootstrap.servers", CF_CFG_LIST, NULL, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH, "Kafka",
+     "Kafka brokers (host:port, comma-separated), or `embedded` for the in-process mock cluster "
+     "(tests, demos). Needed for transport=kafka, the offsets topic and dead letter queues."},
+    {"transport", CF_CFG_STRING, NULL, true, transport_values, false, 0, 0, NULL, CF_IMPORTANCE_HIGH, "Kafka",
+     "`kafka`: sources produce to Kafka and sinks consume from it. `direct`: sources hand records to the "
+     "sinks in the same process, no Kafka. Default: `kafka` when bootstrap.servers is set, else `direct`."},
+    {"offset.storage.file.filename", CF_CFG_STRING, NULL, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH,
+     "Offsets",
+     "Local file for source offsets (written atomically: temp file, fsync, rename). Default "
+     "`cdcflow.offsets.json` in direct mode; in kafka mode the offsets topic is used unless this is set."},
+    {"offset.storage.topic", CF_CFG_STRING, "connect-offsets", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH,
+     "Offsets",
+     "Compacted topic for source offsets in Kafka Connect's format (key `[\"<connector>\",{partition}]`, "
+     "value `{offset}`, JSON), readable by Connect's tools."},
+    {"offset.storage.partitions", CF_CFG_INT, "25", false, NULL, true, 1, 10000, NULL, CF_IMPORTANCE_LOW,
+     "Offsets", "Partitions of the offsets topic when the worker creates it (Connect's default: 25)."},
+    {"offset.storage.replication.factor", CF_CFG_INT, "-1", false, NULL, true, -1, 32767, NULL, CF_IMPORTANCE_LOW,
+     "Offsets", "Replication factor of the offsets topic when the worker creates it; -1: the broker's default."},
+    {"offset.flush.interval.ms", CF_CFG_LONG, "60000", false, NULL, true, 1, 86400000.0, NULL,
+     CF_IMPORTANCE_MEDIUM, "Offsets",
+     "How often source offsets are stored and sink consumer offsets committed (after a flush)."},
+    {"offset.flush.timeout.ms", CF_CFG_LONG, "5000", false, NULL, true, 1, 86400000.0, NULL, CF_IMPORTANCE_LOW,
+     "Offsets", "How long a commit waits for outstanding acknowledgements before giving up until the next one."},
+    {"task.shutdown.graceful.timeout.ms", CF_CFG_LONG, "5000", false, NULL, true, 0, 86400000.0, NULL,
+     CF_IMPORTANCE_LOW, "Tasks",
+     "At stop, how long a source task waits for the acknowledgement of records already sent."},
+    {"key.converter", CF_CFG_CLASS, "json", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH, "Converters",
+     "Default key converter of every connector (json, string, bytes, avro or the Connect class name); "
+     "settings under `key.converter.`."},
+    {"value.converter", CF_CFG_CLASS, "json", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH, "Converters",
+     "Default value converter of every connector; settings under `value.converter.`."},
+    {"listeners", CF_CFG_LIST, NULL, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "REST",
+     "REST listener as in Connect, e.g. `http://127.0.0.1:8083` or `https://127.0.0.1:8443` (one). "
+     "Overrides rest.host.name and rest.port."},
+    {"rest.host.name", CF_CFG_STRING, "127.0.0.1", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "REST",
+     "Address the REST API binds to. The default keeps it local; set 0.0.0.0 deliberately (and a token)."},
+    {"rest.port", CF_CFG_INT, "8083", false, NULL, true, 0, 65535, NULL, CF_IMPORTANCE_MEDIUM, "REST",
+     "Port of the REST API (0: any free port, logged at start)."},
+    {"rest.auth.token", CF_CFG_PASSWORD, NULL, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "REST",
+     "When set, every REST request needs `Authorization: Bearer <token>` (401 otherwise)."},
+    {"listeners.https.ssl.certificate.location", CF_CFG_STRING, NULL, true, NULL, false, 0, 0, NULL,
+     CF_IMPORTANCE_LOW, "REST", "PEM certificate (chain) of the REST API; with the key, the API speaks HTTPS."},
+    {"listeners.https.ssl.key.location", CF_CFG_STRING, NULL, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW,
+     "REST", "PEM private key of the REST API's certificate."},
+    {"client.id", CF_CFG_STRING, "cdcflow", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Kafka",
+     "Prefix of the Kafka client ids (`<client.id>-<connector>-<task>`)."},
+    {"security.protocol", CF_CFG_STRING, NULL, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "Kafka",
+     "Passed to every Kafka client (plaintext, ssl, sasl_plaintext, sasl_ssl)."},
+    {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
+};
+
+static const char *const worker_prefixes[] = {"producer.", "consumer.", "admin.", "ssl.", "sasl.",
+                                               "key.converter.", "value.converter.", NULL};
+
+const cf_cfg_table cf_worker_config_table = {
+    "worker",
+    "Worker",
+    "Settings of `cdcflow run --worker FILE` (a Java .properties file, as Kafka Connect's standalone "
+    "worker). `producer.*`, `consumer.*` and `admin.*` go to the Kafka clients (librdkafka names); "
+    "`ssl.*`, `sasl.*` and `security.protocol` to all of them.",
+    worker_defs,
+    worker_prefixes,
+};
+
+/* ---------------- types ---------------- */
+
+typedef enum { MODE_KAFKA = 0, MODE_DIRECT } wmode;
+
+typedef struct task task;
+typedef struct conn conn;
+
+struct cf_source_ctx {
+    task *t;
+};
+struct cf_sink_ctx {
+    task *t;
+};
+
+typedef struct qitem {
+    cf_record *rec;
+    cf_ack *ack;
+} qitem;
+
+/* The queue of a direct-mode sink task. */
+typedef struct dqueue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    qitem *items;
+    size_t head, len, cap;
+} dqueue;
+
+typedef struct metrics {
+    atomic_uint_fast64_t records_in, records_out, bytes_in, bytes_out, errors, dlq, skipped;
+    atomic_uint_fast64_t commits, commit_failures, commit_us_sum, commit_us_last;
+    atomic_uint_fast64_t lag; /* holds a non-negative count */
+} metrics;
+
+struct task {
+    conn *c;
+    int id;
+    pthread_t th;
+    bool started;
+    atomic_int state; /* cf_state */
+    atomic_bool stop;
+    pthread_mutex_t mu; /* trace */
+    char trace[2048];
+    cf_err fail_err;
+    struct cf_source_ctx sctx;
+    struct cf_sink_ctx kctx;
+    metrics m;
+    dqueue q;                /* direct sinks */
+    int64_t direct_offset;   /* synthetic offsets of direct records */
+    /* per-thread */
+    cf_converter *kconv, *vconv;
+    void *chain;
+    cf_msg_out dlq;
+    bool has_dlq;
+};
+
+struct conn {
+    cf_worker *w;
+    atomic_int refs;
+    char *name;
+    cf_props *props;
+    cf_config *cfg;
+    const cf_connector_plugin *plugin;
+    bool is_sink;
+    atomic_bool paused;
+    int ntasks;
+    task **tasks;
+    /* settings */
+    bool tolerate_all, log_errors, log_messages, dlq_headers;
+    char *dlq_topic;
+    char **topics;
+    size_t n_topics;
+    regex_t topics_re;
+    bool has_re;
+    char *key_conv, *val_conv;
+    cf_props *key_conv_props, *val_conv_props;
+    char *warned_topics; /* "\n"-joined topics with no direct sink, warned once */
+    pthread_mutex_t mu;
+};
+
+struct cf_worker {
+    cf_props *props;
+    cf_config *cfg;
+    wmode mode;
+    const cf_connector_plugin *const *extra_plugins;
+    char *input_file, *output_file;
+    bool want_rest;
+    const cf_worker_transforms *transforms;
+    cf_offset_store *offsets;
+    cf_msg_out file_out; /* shared by the source tasks with --output */
+    bool has_file_out;
+    pthread_mutex_t mu;
+    conn **conns;
+    size_t n_conns, cap_conns;
+    volatile sig_atomic_t stop_flag;
+    atomic_bool draining; /* no source task runs any more: direct sinks end when empty */
+    atomic_uint_fast64_t errors;
+    cf_rest *rest;
+    bool started;
+    int64_t flush_interval_ms, flush_timeout_ms, shutdown_timeout_ms;
+};
+
+const cf_config *cf_worker_config(const cf_worker *w) { return w->cfg; }
+
+static const char *const state_names[] = {"UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "FINISHED"};
+const char *cf_state_name(cf_state s) { return (unsigned)s <= CF_STATE_FINISHED ? state_names[s] : "UNKNOWN"; }
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {}
+}
+
+/* ---------------- acknowledgements ---------------- */
+
+void cf_ack_done(cf_ack *a, bool ok) {
+    if (!ok) atomic_store(&a->failed, true);
+    atomic_fetch_sub(&a->pending, 1);
+}
+
+static cf_ack *ack_new(cf_record *rec) {
+    cf_ack *a = cf_xcalloc(1, sizeof *a);
+    atomic_init(&a->pending, 1);
+    atomic_init(&a->failed, false);
+    a->rec = rec;
+    a->t_sent_us = cf_now_us();
+    return a;
+}
+
+static void ack_free(cf_ack *a) {
+    cf_record_destroy(a->rec);
+    free(a);
+}
+
+/* ---------------- connectors: refs, lookup ---------------- */
+
+static void conn_unref(conn *c);
+
+static conn *find_conn_locked(cf_worker *w, const char *name, size_t *idx) {
+    for (size_t i = 0; i < w->n_conns; i++)
+        if (strcmp(w->conns[i]->name, name) == 0) {
+            if (idx) *idx = i;
+            return w->conns[i];
+        }
+    return NULL;
+}
+
+static conn *get_conn(cf_worker *w, const char *name) {
+    pthread_mutex_lock(&w->mu);
+    conn *c = find_conn_locked(w, name, NULL);
+    if (c) atomic_fetch_add(&c->refs, 1);
+    pthread_mutex_unlock(&w->mu);
+    return c;
+}
+
+static const cf_connector_plugin *find_plugin(const cf_worker *w, const char *name) {
+    for (const cf_connector_plugin *const *p = w->extra_plugins; p && *p; p++) {
+        if (strcmp((*p)->name, name) == 0) return *p;
+        for (const char *const *a = (*p)->aliases; a && *a; a++)
+            if (strcmp(*a, name) == 0) return *p;
+    }
+    return cf_connector_find(name);
+}
+
+/* ---------------- task failure and error reporting ---------------- */
+
+static void task_fail(task *t, const cf_err *err) {
+    char buf[2048];
+    cf_err_format(err, buf, sizeof buf);
+    pthread_mutex_lock(&t->mu);
+    snprintf(t->trace, sizeof t->trace, "%s", buf);
+    t->fail_err = *err;
+    pthread_mutex_unlock(&t->mu);
+    atomic_store(&t->state, CF_STATE_FAILED);
+    cf_log(CF_LOG_ERROR, COMP, "task %s-%d failed: %s%s%s", t->c->name, t->id, err->message,
+           err->detail[0] ? ": " : "", err->detail);
+    if (err->hint[0]) cf_log(CF_LOG_ERROR, COMP, "task %s-%d: HINT: %s", t->c->name, t->id, err->hint);
+}
+
+/* Apply errors.tolerance to one bad record. raw (may be NULL) is the
+ * original message, sent to the DLQ with the context headers. Returns CF_OK
+ * when the record is to be skipped, else the error that fails the task. */
+static cf_code report_error(task *t, cf_stage stage, const char *class_name, const cf_msg *raw,
+                            const cf_record *rec, const cf_err *problem, cf_err *err) {
+    conn *c = t->c;
+    atomic_fetch_add(&t->m.errors, 1);
+    if (!c->tolerate_all) {
+        if (err) {
+            *err = *problem;
+            char where[256];
+            snprintf(where, sizeof where, "%s", problem->where);
+            cf_err_where(err, "%s%sconnector %s task %d, stage %s%s%s@%lld", where, where[0] ? "; " : "",
+                         c->name, t->id, cf_stage_name(stage), raw ? ", " : "", raw ? raw->topic : "",
+                         raw ? (long long)raw->offset : -1LL);
+            if (!err->hint[0])
+                cf_err_hint(err, "Fix the record or set errors.tolerance=all (with errors.log.enable or "
+                                 "errors.deadletterqueue.topic.name) to skip bad records.");
+        }
+        return problem->code ? problem->code : CF_ERR_INVALID;
+    }
+    atomic_fetch_add(&c->w->errors, 1);
+    atomic_fetch_add(&t->m.skipped, 1);
+    if (c->log_errors) {
+        const char *topic = raw ? raw->topic : rec ? rec->topic : "";
+        long long off = raw ? (long long)raw->offset : rec ? (long long)rec->offset : -1;
+        int part = raw ? raw->partition : rec ? rec->partition : -1;
+        if (c->log_messages) {
+            char *k = NULL, *v = NULL;
+            if (raw) {
+                k = raw->key ? cf_xstrndup(raw->key, raw->key_len > 512 ? 512 : raw->key_len) : cf_xstrdup("null");
+                v = raw->value ? cf_xstrndup(raw->value, raw->value_len > 1024 ? 1024 : raw->value_len)
+                               : cf_xstrdup("null");
+            } else if (rec) {
+                k = cf_value_debug_string(rec->key);
+                v = cf_value_debug_string(rec->value);
+            }
+            cf_log(CF_LOG_ERROR, COMP,
+                   "error in stage %s (%s) of connector %s task %d, record %s-%d@%lld skipped "
+                   "(errors.tolerance=all): %s%s%s; key=%s value=%s",
+                   cf_stage_name(stage), class_name, c->name, t->id, topic, part, off, problem->message,
+                   problem->detail[0] ? ": " : "", problem->detail, k ? k : "", v ? v : "");
+            free(k), free(v);
+        } else {
+            cf_log(CF_LOG_ERROR, COMP,
+                   "error in stage %s (%s) of connector %s task %d, record %s-%d@%lld skipped "
+                   "(errors.tolerance=all): %s%s%s",
+                   cf_stage_name(stage), class_name, c->name, t->id, topic, part, off, problem->message,
+                   problem->detail[0] ? ": " : "", problem->detail);
+        }
+    }
+    if (c->dlq_topic && t->has_dlq) {
+        cf_msg *m = raw ? cf_msg_clone(raw) : cf_msg_new();
+        if (!raw && rec) {
+            /* direct mode: no bytes exist; write the record as JSON for people to read */
+            char *k = cf_worker_json_from_value(rec->key), *v = cf_worker_json_from_value(rec->value);
+            cf_msg_set_key(m, k, strlen(k));
+            cf_msg_set_value(m, v, strlen(v));
+            free(k), free(v);
+        }
+        const char *orig_topic = raw ? raw->topic : rec ? rec->topic : "";
+        int32_t part = raw ? raw->partition : rec ? rec->partition : -1;
+        int64_t off = raw ? raw->offset : rec ? rec->offset : -1;
+        char *orig = cf_xstrdup(orig_topic ? orig_topic : "");
+        cf_msg_set_topic(m, c->dlq_topic);
+        m->partition = CF_PARTITION_ANY;
+        m->offset = CF_OFFSET_NONE;
+        if (c->dlq_headers) cf_dlq_add_headers(m, orig, part, off, c->name, t->id, stage, class_name, problem);
+        free(orig);
+        cf_ack *a = ack_new(NULL);
+        cf_err e2;
+        cf_code rc;
+        int backoff = 100;
+        while ((rc = t->dlq.send(t->dlq.state, m, a, &e2)) == CF_ERR_AGAIN && !atomic_load(&t->stop)) {
+            t->dlq.serve(t->dlq.state, backoff);
+            if (backoff < 10000) backoff *= 2;
+        }
+        if (rc) {
+            cf_msg_destroy(m);
+            ack_free(a);
+            if (err) *err = e2;
+            return rc;
+        }
+        /* Connect waits for the DLQ write before it commits; so do we (flush below). */
+        rc = t->dlq.flush(t->dlq.state, (int)c->w->flush_timeout_ms, &e2);
+        bool failed = atomic_load(&a->failed) || atomic_load(&a->pending) > 0;
+        ack_free(a);
+        if (rc || failed) {
+            if (err) {
+                if (rc) *err = e2;
+                else cf_err_set(err, CF_ERR_TRANSPORT, "could not write to the dead letter queue \"%s\"",
+                                c->dlq_topic);
+            }
+            return rc ? rc : CF_ERR_TRANSPORT;
+        }
+        atomic_fetch_add(&t->m.dlq, 1);
+    }
+    return CF_OK;
+}
+
+/* ---------------- what connectors may call ---------------- */
+
+cf_value *cf_source_ctx_offset(cf_source_ctx *ctx, const cf_value *source_partition) {
+    return cf_offset_store_get(ctx->t->c->w->offsets, ctx->t->c->name, source_partition);
+}
+const char *cf_source_ctx_connector_name(const cf_source_ctx *ctx) { return ctx->t->c->name; }
+int cf_source_ctx_task_id(const cf_source_ctx *ctx) { return ctx->t->id; }
+int cf_source_ctx_task_count(const cf_source_ctx *ctx) { return ctx->t->c->ntasks; }
+bool cf_source_ctx_stopping(const cf_source_ctx *ctx) { return atomic_load(&ctx->t->stop); }
+
+cf_code cf_source_ctx_report(cf_source_ctx *ctx, const char *raw, size_t raw_len, const cf_err *problem,
+                             cf_err *err) {
+    task *t = ctx->t;
+    cf_msg *m = NULL;
+    if (raw) {
+        m = cf_msg_new();
+        cf_msg_set_value(m, raw, raw_len);
+    }
+    cf_code rc = report_error(t, CF_STAGE_TASK_POLL, t->c->plugin->name, m, NULL, problem, err);
+    cf_msg_destroy(m);
+    return rc;
+}
+
+cf_code cf_sink_ctx_report(cf_sink_ctx *ctx, const cf_record *rec, const cf_err *problem, cf_err *err) {
+    task *t = ctx->t;
+    return report_error(t, CF_STAGE_TASK_PUT, t->c->plugin->name, NULL, rec, problem, err);
+}
+const char *cf_sink_ctx_connector_name(const cf_sink_ctx *ctx) { return ctx->t->c->name; }
+int cf_sink_ctx_task_id(const cf_sink_ctx *ctx) { return ctx->t->id; }
+
+/* ---------------- converters, transforms ---------------- */
+
+static cf_code task_setup(task *t, bool need_converters, cf_err *err) {
+    conn *c = t->c;
+    cf_worker *w = c->w;
+    if (need_converters) {
+        if (cf_converter_new(c->key_conv, c->key_conv_props, true, &t->kconv, err)) return err ? err->code : 1;
+        if (cf_converter_new(c->val_conv, c->val_conv_props, false, &t->vconv, err)) return err ? err->code : 1;
+    }
+    if (w->transforms && cf_props_get(c->props, "transforms") && *cf_props_get(c->props, "transforms")) {
+        if (w->transforms->create(c->props, &t->chain, err)) return err ? err->code : 1;
+    }
+    if (c->dlq_topic && c->tolerate_all) {
+        char cid[300];
+        snprintf(cid, sizeof cid, "%s-%s-%d-dlq", cf_config_string(w->cfg, "client.id"), c->name, t->id);
+        if (cf_worker_kafka_out_new(w, cid, &t->dlq, err)) return err ? err->code : 1;
+        t->has_dlq = true;
+    }
+    return CF_OK;
+}
+
+static void task_teardown(task *t) {
+    cf_converter_destroy(t->kconv);
+    cf_converter_destroy(t->vconv);
+    t->kconv = t->vconv = NULL;
+    if (t->chain && t->c->w->transforms) t->c->w->transforms->destroy(t->chain);
+    t->chain = NULL;
+    if (t->has_dlq) {
+        t->dlq.flush(t->dlq.state, 5000, NULL);
+        t->dlq.destroy(t->dlq.state);
+        t->has_dlq = false;
+    }
+}
+
+/* Apply the transform chain: rec taken; *out NULL = filtered. */
+static cf_code apply_transforms(task *t, cf_record *rec, cf_record **out, cf_err *err) {
+    if (!t->chain) {
+        *out = rec;
+        return CF_OK;
+    }
+    return t->c->w->transforms->apply(t->chain, rec, out, err);
+}
+
+/* Headers of a record as message bytes: strings and bytes as they are,
+ * other values as JSON (what Connect's SimpleHeaderConverter writes for them). */
+static void headers_to_msg(const cf_record *r, cf_msg *m) {
+    for (size_t i = 0; i < r->n_headers; i++) {
+        const cf_header *h = &r->headers[i];
+        if (!h->value) {
+            cf_msg_add_header(m, h->key, NULL, 0);
+        } else if (h->value->type == CF_STRING || h->value->type == CF_BYTES) {
+            cf_msg_add_header(m, h->key, h->value->u.s.ptr, h->value->u.s.len);
+        } else {
+            char *j = cf_worker_json_from_value(h->value);
+            cf_msg_add_header(m, h->key, j, strlen(j));
+            free(j);
+        }
+    }
+}
+
+static void headers_to_record(const cf_msg *m, cf_record *r) {
+    for (size_t i = 0; i < m->n_headers; i++) {
+        const cf_msg_header *h = &m->headers[i];
+        cf_record_add_header(r, h->key, cf_schema_primitive(CF_STRING, true),
+                             h->value ? cf_value_string_n(h->value, h->value_len) : NULL);
+    }
+}
+
+static const char *conv_class(cf_converter *c) {
+    const cf_converter_plugin *p = cf_converter_get_plugin(c);
+    return p ? (p->aliases && p->aliases[0] ? p->aliases[0] : p->name) : "converter";
+}
+
+/* ---------------- direct hand-off ---------------- */
+
+static void dq_init(dqueue *q) {
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+}
+
+static void dq_fail_all(dqueue *q) {
+    pthread_mutex_lock(&q->mu);
+    while (q->len) {
+        qitem it = q->items[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->len--;
+        cf_record_destroy(it.rec);
+        cf_ack_done(it.ack, false);
+    }
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void dq_destroy(dqueue *q) {
+    dq_fail_all(q);
+    free(q->items);
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->cv);
+}
+
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Push into a sink task's queue; blocks while full (back-pressure). Returns
+ * false if the sink task is stopped or the source is asked to stop. */
+static bool dq_push(task *sink, task *src, cf_record *rec, cf_ack *ack) {
+    dqueue *q = &sink->q;
+    pthread_mutex_lock(&q->mu);
+    while (q->len >= DIRECT_QUEUE_MAX) {
+        int st = atomic_load(&sink->state);
+        if (atomic_load(&sink->stop) || st == CF_STATE_FAILED || st == CF_STATE_FINISHED ||
+            atomic_load(&src->stop)) {
+            pthread_mutex_unlock(&q->mu);
+            return false;
+        }
+        timed_wait(&q->cv, &q->mu, 100);
+    }
+    int st = atomic_load(&sink->state);
+    if (atomic_load(&sink->stop) || st == CF_STATE_FAILED || st == CF_STATE_FINISHED) {
+        pthread_mutex_unlock(&q->mu);
+        return false;
+    }
+    if (q->len == q->cap) {
+        size_t ncap = q->cap ? q->cap * 2 : 256;
+        qitem *n = cf_xmalloc(ncap * sizeof *n);
+        for (size_t i = 0; i < q->len; i++) n[i] = q->items[(q->head + i) % q->cap];
+        free(q->items);
+        q->items = n;
+        q->head = 0;
+        q->cap = ncap;
+    }
+    q->items[(q->head + q->len) % q->cap] = (qitem){rec, ack};
+    q->len++;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return true;
+}
+
+static size_t dq_pop(dqueue *q, qitem *out, size_t max, int wait_ms) {
+    pthread_mutex_lock(&q->mu);
+    if (!q->len && wait_ms > 0) timed_wait(&q->cv, &q->mu, wait_ms);
+    size_t n = 0;
+    while (q->len && n < max) {
+        out[n++] = q->items[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->len--;
+    }
+    if (n) pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+static size_t dq_len(dqueue *q) {
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->len;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+static bool sink_wants_topic(conn *c, const char *topic) {
+    if (!topic) return false;
+    for (size_t i = 0; i < c->n_topics; i++)
+        if (strcmp(c->topics[i], topic) == 0) return true;
+    return c->has_re && regexec(&c->topics_re, topic, 0, NULL, 0) == 0;
+}
+
+static uint32_t fnv1a(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; s && *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* Hand one source record to every direct sink that subscribes to its topic.
+ * `a` already counts one (the caller's guard). */
+static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
+    cf_worker *w = t->c->w;
+    conn *targets[64];
+    size_t nt = 0;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->n_conns && nt < 64; i++) {
+        conn *c = w->conns[i];
+        if (c->is_sink && c->ntasks > 0 && sink_wants_topic(c, rec->topic)) {
+            atomic_fetch_add(&c->refs, 1);
+            targets[nt++] = c;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (nt == 0) {
+        conn *c = t->c;
+        pthread_mutex_lock(&c->mu);
+        size_t tl = strlen(rec->topic ? rec->topic : "");
+        bool warned = false;
+        for (const char *p = c->warned_topics; p && *p;) {
+            const char *e = strchr(p, '\n');
+            if ((size_t)(e - p) == tl && strncmp(p, rec->topic ? rec->topic : "", tl) == 0) warned = true;
+            p = e + 1;
+        }
+        if (!warned) {
+            cf_buf b = CF_BUF_INIT;
+            if (c->warned_topics) cf_buf_append_str(&b, c->warned_topics);
+            cf_buf_printf(&b, "%s\n", rec->topic ? rec->topic : "");
+            free(c->warned_topics);
+            c->warned_topics = cf_buf_detach(&b, NULL);
+            CF_WARN(COMP,
+                    "direct mode: no sink connector subscribes to topic \"%s\" (records of connector %s "
+                    "for it are counted as delivered and not kept); add it to a sink's \"topics\"",
+                    rec->topic ? rec->topic : "", c->name);
+        }
+        pthread_mutex_unlock(&c->mu);
+        atomic_fetch_add(&t->m.skipped, 1);
+        return CF_OK;
+    }
+    cf_code rc = CF_OK;
+    for (size_t i = 0; i < nt; i++) {
+        conn *c = targets[i];
+        int ti = 0;
+        if (c->ntasks > 1) {
+            char *k = cf_value_debug_string(rec->key);
+            ti = (int)(fnv1a(k) % (uint32_t)c->ntasks);
+            free(k);
+        }
+        atomic_fetch_add(&a->pending, 1);
+        if (!dq_push(c->tasks[ti], t, cf_record_clone(rec), a)) {
+            /* the record clone was not queued */
+            cf_ack_done(a, false);
+            if (!atomic_load(&t->stop))
+                rc = cf_err_set(err, CF_ERR_STATE, "direct mode: sink connector %s task %d is not running",
+                                c->name, ti);
+        }
+        conn_unref(c);
+    }
+    return rc;
+}
+
+/* ---------------- source task ---------------- */
+
+typedef struct srcstate {
+    task *t;
+    void *plugin_task;
+    cf_msg_out *out;
+    cf_ack *head, *tail;
+    size_t inflight;
+    int64_t last_flush_us;
+} srcstate;
+
+static cf_code src_commit_acked(srcstate *s, cf_err *err) {
+    task *t = s->t;
+    conn *c = t->c;
+    while (s->head && atomic_load(&s->head->pending) == 0) {
+        cf_ack *a = s->head;
+        if (atomic_load(&a->failed)) {
+            return cf_err_set(err, CF_ERR_TRANSPORT,
+                              "a record of connector %s task %d was not delivered; offsets stop before it",
+                              c->name, t->id);
+        }
+        if (a->rec && (a->rec->source_partition || a->rec->source_offset))
+            cf_offset_store_put(c->w->offsets, c->name, a->rec->source_partition, a->rec->source_offset);
+        if (c->plugin->u.source.commit_record && a->rec) c->plugin->u.source.commit_record(s->plugin_task, a->rec);
+        atomic_fetch_add(&t->m.records_out, 1);
+        s->head = a->next;
+        if (!s->head) s->tail = NULL;
+        s->inflight--;
+        ack_free(a);
+    }
+    atomic_store(&t->m.lag, (uint_fast64_t)s->inflight);
+    return CF_OK;
+}
+
+static cf_code src_flush_offsets(srcstate *s, cf_err *err) {
+    task *t = s->t;
+    int64_t t0 = cf_now_us();
+    cf_code rc = cf_offset_store_flush(t->c->w->offsets, err);
+    int64_t us = cf_now_us() - t0;
+    if (rc) {
+        atomic_fetch_add(&t->m.commit_failures, 1);
+        return rc;
+    }
+    atomic_fetch_add(&t->m.commits, 1);
+    atomic_fetch_add(&t->m.commit_us_sum, (uint_fast64_t)us);
+    atomic_store(&t->m.commit_us_last, (uint_fast64_t)us);
+    s->last_flush_us = cf_now_us();
+    return CF_OK;
+}
+
+/* Convert and send one record (taken). */
+static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
+    task *t = s->t;
+    conn *c = t->c;
+    cf_worker *w = c->w;
+    /* offsets travel with the ack even if a transform drops or rewrites the record */
+    cf_record *meta = cf_record_new();
+    cf_record_set_source(meta, cf_value_clone(rec->source_partition), cf_value_clone(rec->source_offset));
+    cf_record_set_topic(meta, rec->topic);
+    cf_ack *a = ack_new(meta);
+    if (s->tail) s->tail->next = a;
+    else s->head = a;
+    s->tail = a;
+    s->inflight++;
+
+    cf_record *r = NULL;
+    cf_err pe;
+    cf_err_clear(&pe);
+    if (apply_transforms(t, rec, &r, &pe)) {
+        cf_code rc = report_error(t, CF_STAGE_TRANSFORMATION, "transforms", NULL, NULL, &pe, err);
+        cf_ack_done(a, true);
+        return rc;
+    }
+    if (!r) { /* filtered out: counts as done */
+        cf_ack_done(a, true);
+        return CF_OK;
+    }
+    if (w->mode == MODE_DIRECT && !w->has_file_out) {
+        cf_code rc = direct_send(t, r, a, err);
+        cf_record_destroy(r);
+        cf_ack_done(a, true); /* the guard */
+        return rc;
+    }
+    cf_msg *m = cf_msg_new();
+    cf_msg_set_topic(m, r->topic);
+    m->partition = r->partition;
+    m->timestamp = r->timestamp;
+    m->ts_type = r->ts_type;
+    char *data = NULL;
+    size_t len = 0;
+    if (cf_converter_from_connect(t->kconv, r->topic, r->key_schema, r->key, &data, &len, &pe)) {
+        cf_code rc = report_error(t, CF_STAGE_KEY_CONVERTER, conv_class(t->kconv), NULL, r, &pe, err);
+        cf_msg_destroy(m), cf_record_destroy(r);
+        cf_ack_done(a, true);
+        return rc;
+    }
+    cf_msg_set_key(m, data, len);
+    free(data);
+    data = NULL;
+    if (cf_converter_from_connect(t->vconv, r->topic, r->value_schema, r->value, &data, &len, &pe)) {
+        cf_code rc = report_error(t, CF_STAGE_VALUE_CONVERTER, conv_class(t->vconv), NULL, r, &pe, err);
+        cf_msg_destroy(m), cf_record_destroy(r);
+        cf_ack_done(a, true);
+        return rc;
+    }
+    cf_msg_set_value(m, data, len);
+    free(data);
+    headers_to_msg(r, m);
+    cf_record_destroy(r);
+    size_t bytes = m->key_len + m->value_len;
+    int backoff = 100, step = 0;
+    cf_code rc;
+    while ((rc = s->out->send(s->out->state, m, a, err)) == CF_ERR_AGAIN) {
+        if (atomic_load(&t->stop)) break;
+        step++;
+        CF_WARN(COMP,
+                "connector %s task %d: producer queue full (broker slow or unreachable); %zu records in "
+                "flight, retrying in %d ms (step %d)",
+                c->name, t->id, s->inflight, backoff, step);
+        s->out->serve(s->out->state, backoff);
+        src_commit_acked(s, NULL);
+        if (backoff < 30000) backoff *= 2;
+    }
+    if (rc) {
+        cf_msg_destroy(m);
+        cf_ack_done(a, false);
+        if (rc == CF_ERR_AGAIN) return CF_OK; /* stopping: the record is re-polled next run */
+        return rc;
+    }
+    if (step) CF_INFO(COMP, "connector %s task %d: producer accepts records again", c->name, t->id);
+    atomic_fetch_add(&t->m.bytes_out, bytes);
+    return CF_OK;
+}
+
+static void *source_main(void *arg) {
+    task *t = arg;
+    conn *c = t->c;
+    cf_worker *w = c->w;
+    cf_err err;
+    cf_err_clear(&err);
+    srcstate s = {.t = t};
+    cf_msg_out out = {0};
+    bool has_out = false, eof = false, failed = false;
+    bool direct = w->mode == MODE_DIRECT && !w->has_file_out;
+
+    if (task_setup(t, !direct, &err)) {
+        task_fail(t, &err);
+        goto out;
+    }
+    if (w->has_file_out) {
+        s.out = &w->file_out;
+    } else if (!direct) {
+        char cid[300];
+        snprintf(cid, sizeof cid, "%s-%s-%d", cf_config_string(w->cfg, "client.id"), c->name, t->id);
+        if (cf_worker_kafka_out_new(w, cid, &out, &err)) {
+            task_fail(t, &err);
+            goto out;
+        }
+        has_out = true;
+        s.out = &out;
+    }
+    if (c->plugin->u.source.start(c->cfg, &t->sctx, &s.plugin_task, &err)) {
+        task_fail(t, &err);
+        goto out;
+    }
+    atomic_store(&t->state, atomic_load(&c->paused) ? CF_STATE_PAUSED : CF_STATE_RUNNING);
+    CF_INFO(COMP, "connector %s task %d started (source)", c->name, t->id);
+    s.last_flush_us = cf_now_us();
+    cf_record *recs[SOURCE_BATCH];
+    int idle_ms = 1;
+    while (!atomic_load(&t->stop)) {
+        if (atomic_load(&c->paused)) {
+            atomic_store(&t->state, CF_STATE_PAUSED);
+            if (s.out) s.out->serve(s.out->state, 100);
+            else sleep_ms(100);
+            if (src_commit_acked(&s, &err)) { failed = true; break; }
+            continue;
+        }
+        atomic_store(&t->state, CF_STATE_RUNNING);
+        if (s.inflight >= MAX_INFLIGHT) {
+            if (s.out) s.out->serve(s.out->state, 50);
+            else sleep_ms(5);
+            if (src_commit_acked(&s, &err)) { failed = true; break; }
+            continue;
+        }
+        size_t n = 0;
+        cf_code rc = c->plugin->u.source.poll(s.plugin_task, recs, SOURCE_BATCH, &n, &err);
+        for (size_t i = 0; i < n; i++) {
+            atomic_fetch_add(&t->m.records_in, 1);
+            if (!failed && src_handle(&s, recs[i], &err)) failed = true;
+            else if (failed) cf_record_destroy(recs[i]);
+        }
+        if (failed) break;
+        if (rc == CF_ERR_EOF) {
+            eof = true;
+            break;
+        }
+        if (rc == CF_ERR_AGAIN) {
+            CF_WARN(COMP, "connector %s task %d: poll: %s; retrying in %d ms", c->name, t->id, err.message,
+                    idle_ms < 100 ? 100 : idle_ms);
+            sleep_ms(idle_ms < 100 ? 100 : idle_ms);
+            cf_err_clear(&err);
+            continue;
+        }
+        if (rc) {
+            cf_err_where(&err, "connector %s task %d, poll", c->name, t->id);
+            failed = true;
+            break;
+        }
+        if (s.out) s.out->serve(s.out->state, 0);
+        if (src_commit_acked(&s, &err)) { failed = true; break; }
+        if (n == 0) {
+            if (s.out) s.out->serve(s.out->state, idle_ms);
+            else sleep_ms(idle_ms);
+            if (idle_ms < 100) idle_ms *= 2;
+        } else {
+            idle_ms = 1;
+        }
+        if (cf_now_us() - s.last_flush_us >= w->flush_interval_ms * 1000) {
+            cf_err fe;
+            if (src_flush_offsets(&s, &fe)) cf_log_err(CF_LOG_ERROR, COMP, &fe);
+        }
+    }
+    /* Stop: wait (bounded) for what was sent, store what was acknowledged. */
+    {
+        int64_t deadline = eof ? INT64_MAX : cf_now_us() + w->shutdown_timeout_ms * 1000;
+        bool bounded_stop = false;
+        cf_err e2;
+        while (s.head && cf_now_us() < deadline && !failed) {
+            if (s.out) s.out->flush(s.out->state, 100, NULL);
+            else sleep_ms(5);
+            if (src_commit_acked(&s, &e2)) {
+                err = e2;
+                failed = true;
+            }
+            if (!bounded_stop && atomic_load(&t->stop)) {
+                /* asked to stop while draining a bounded input: the normal timeout applies */
+                bounded_stop = true;
+                int64_t d2 = cf_now_us() + w->shutdown_timeout_ms * 1000;
+                if (d2 < deadline) deadline = d2;
+            }
+        }
+        if (s.head && !failed)
+            CF_WARN(COMP, "connector %s task %d: %zu records not acknowledged at stop; their offsets are not "
+                          "stored (they will be read again)", c->name, t->id, s.inflight);
+        if (src_flush_offsets(&s, &e2)) {
+            if (!failed) {
+                err = e2;
+                failed = true;
+            } else {
+                cf_log_err(CF_LOG_ERROR, COMP, &e2);
+            }
+        }
+    }
+    c->plugin->u.source.stop(s.plugin_task);
+    if (failed) task_fail(t, &err);
+    else atomic_store(&t->state, eof ? CF_STATE_FINISHED : CF_STATE_UNASSIGNED);
+    CF_INFO(COMP, "connector %s task %d stopped (%s)", c->name, t->id, cf_state_name(atomic_load(&t->state)));
+out:
+    while (s.head) {
+        cf_ack *a = s.head;
+        s.head = a->next;
+        /* a direct sink may still hold it: wait until nobody references it */
+        while (atomic_load(&a->pending) > 0) sleep_ms(1);
+        ack_free(a);
+    }
+    if (has_out) out.destroy(out.state);
+    task_teardown(t);
+    return NULL;
+}
+
+/* ---------------- sink task ---------------- */
+
+typedef struct sinkstate {
+    task *t;
+    void *plugin_task;
+    cf_msg_in *in;
+    cf_tp_pos *pos;
+    size_t npos, cappos;
+    bool uncommitted;
+    cf_ack **acks; /* direct: acknowledged after the next flush */
+    size_t nacks, capacks;
+    int64_t last_commit_us;
+    bool failed;
+    cf_err err;
+} sinkstate;
+
+static void pos_update(sinkstate *s, const char *topic, int32_t part, int64_t next) {
+    for (size_t i = 0; i < s->npos; i++)
+        if (s->pos[i].partition == part && strcmp(s->pos[i].topic, topic) == 0) {
+            s->pos[i].next_offset = next;
+            s->uncommitted = true;
+            return;
+        }
+    if (s->npos == s->cappos) {
+        s->cappos = s->cappos ? s->cappos * 2 : 8;
+        s->pos = cf_xrealloc(s->pos, s->cappos * sizeof *s->pos);
+    }
+    s->pos[s->npos++] = (cf_tp_pos){cf_xstrdup(topic), part, next};
+    s->uncommitted = true;
+}
+
+/* flush, then commit positions / acknowledge direct records */
+static cf_code sink_commit(sinkstate *s, cf_err *err) {
+    task *t = s->t;
+    if (!s->uncommitted && !s->nacks) return CF_OK;
+    int64_t t0 = cf_now_us();
+    cf_code rc = t->c->plugin->u.sink.flush(s->plugin_task, err);
+    if (!rc && s->in && s->npos) rc = s->in->commit(s->in->state, s->pos, s->npos, err);
+    int64_t us = cf_now_us() - t0;
+    if (rc) {
+        atomic_fetch_add(&t->m.commit_failures, 1);
+        for (size_t i = 0; i < s->nacks; i++) cf_ack_done(s->acks[i], false);
+        s->nacks = 0;
+        return rc;
+    }
+    for (size_t i = 0; i < s->nacks; i++) cf_ack_done(s->acks[i], true);
+    s->nacks = 0;
+    s->uncommitted = false;
+    atomic_fetch_add(&t->m.commits, 1);
+    atomic_fetch_add(&t->m.commit_us_sum, (uint_fast64_t)us);
+    atomic_store(&t->m.commit_us_last, (uint_fast64_t)us);
+    s->last_commit_us = cf_now_us();
+    return CF_OK;
+}
+
+static void on_revoke(void *arg) {
+    sinkstate *s = arg;
+    if (s->failed) return;
+    cf_err e;
+    if (sink_commit(s, &e)) {
+        s->failed = true;
+        s->err = e;
+    }
+}
+
+/* put with retries of CF_ERR_AGAIN (Connect's RetriableException) */
+static cf_code sink_put(sinkstate *s, cf_record **recs, size_t n, cf_err *err) {
+    task *t = s->t;
+    int backoff = 100;
+    for (;;) {
+        cf_code rc = t->c->plugin->u.sink.put(s->plugin_task, recs, n, err);
+        if (rc != CF_ERR_AGAIN) return rc;
+        if (atomic_load(&t->stop)) return rc;
+        CF_WARN(COMP, "connector %s task %d: put: %s; retrying in %d ms", t->c->name, t->id, err ? err->message : "",
+                backoff);
+        sleep_ms(backoff);
+        if (backoff < 30000) backoff *= 2;
+    }
+}
+
+static void free_recs(cf_record **r, size_t n) {
+    for (size_t i = 0; i < n; i++) cf_record_destroy(r[i]);
+}
+
+static void *sink_main(void *arg) {
+    task *t = arg;
+    conn *c = t->c;
+    cf_worker *w = c->w;
+    sinkstate s = {.t = t};
+    cf_err_clear(&s.err);
+    cf_msg_in in = {0};
+    bool has_in = false, eof = false;
+    bool direct = w->mode == MODE_DIRECT && !w->input_file;
+    cf_msg *msgs[SINK_BATCH];
+    cf_record *recs[SINK_BATCH];
+    qitem items[SINK_BATCH];
+
+    if (task_setup(t, !direct, &s.err)) {
+        s.failed = true;
+        goto out;
+    }
+    if (w->input_file) {
+        if (t->id == 0) {
+            if (cf_worker_file_in_new(w->input_file, &in, &s.err)) {
+                s.failed = true;
+                goto out;
+            }
+            has_in = true;
+        } else {
+            eof = true; /* one reader for a file */
+        }
+    } else if (!direct) {
+        char group[512];
+        snprintf(group, sizeof group, "connect-%s", c->name);
+        if (cf_worker_kafka_in_new(w, group, (const char *const *)c->topics, c->n_topics,
+                                   cf_config_string(c->cfg, "topics.regex"), &in, &s.err)) {
+            s.failed = true;
+            goto out;
+        }
+        has_in = true;
+    }
+    if (has_in) {
+        s.in = &in;
+        in.on_revoke = on_revoke;
+        in.revoke_arg = &s;
+    }
+    if (c->plugin->u.sink.start(c->cfg, &t->kctx, &s.plugin_task, &s.err)) {
+        s.failed = true;
+        goto out;
+    }
+    atomic_store(&t->state, CF_STATE_RUNNING);
+    CF_INFO(COMP, "connector %s task %d started (sink%s)", c->name, t->id,
+            direct ? ", direct" : w->input_file ? ", record file" : "");
+    s.last_commit_us = cf_now_us();
+    while (!eof && !s.failed) {
+        bool stopping = atomic_load(&t->stop);
+        if (atomic_load(&c->paused) && !stopping) {
+            atomic_store(&t->state, CF_STATE_PAUSED);
+            sleep_ms(100);
+            continue;
+        }
+        atomic_store(&t->state, CF_STATE_RUNNING);
+        size_t nrec = 0;
+        if (direct) {
+            size_t n = dq_pop(&t->q, items, SINK_BATCH, stopping ? 0 : 100);
+            if (n == 0 && (stopping || (atomic_load(&w->draining) && !w->want_rest))) {
+                if (dq_len(&t->q) == 0) {
+                    eof = !stopping;
+                    break;
+                }
+            }
+            for (size_t i = 0; i < n; i++) {
+                cf_record *r = items[i].rec;
+                if (r->partition < 0) r->partition = 0;
+                r->offset = t->direct_offset++;
+                cf_value_destroy(r->source_partition), cf_value_destroy(r->source_offset);
+                r->source_partition = r->source_offset = NULL;
+                atomic_fetch_add(&t->m.records_in, 1);
+                if (s.nacks == s.capacks) {
+                    s.capacks = s.capacks ? s.capacks * 2 : 1024;
+                    s.acks = cf_xrealloc(s.acks, s.capacks * sizeof *s.acks);
+                }
+                s.acks[s.nacks++] = items[i].ack;
+                cf_record *o = NULL;
+                cf_err pe;
+                if (apply_transforms(t, r, &o, &pe)) {
+                    if (report_error(t, CF_STAGE_TRANSFORMATION, "transforms", NULL, NULL, &pe, &s.err)) {
+                        s.failed = true;
+                    }
+                    continue;
+                }
+                if (o) recs[nrec++] = o;
+            }
+            if (s.failed) {
+                free_recs(recs, nrec);
+                break;
+            }
+        } else {
+            if (stopping) break;
+            size_t n = 0;
+            cf_code rc = in.poll(in.state, msgs, SINK_BATCH, &n, 100, &s.err);
+            if (s.failed) { /* a commit in a rebalance failed */
+                for (size_t i = 0; i < n; i++) cf_msg_destroy(msgs[i]);
+                break;
+            }
+            if (rc == CF_ERR_EOF) eof = true;
+            else if (rc == CF_ERR_CORRUPT) {
+                /* a damaged input unit (bad record-file line): errors.tolerance decides */
+                cf_err pe = s.err;
+                cf_err_clear(&s.err);
+                if (report_error(t, CF_STAGE_KAFKA_CONSUME, "recordfile", NULL, NULL, &pe, &s.err)) s.failed = true;
+            } else if (rc == CF_ERR_AGAIN || rc == CF_ERR_TRANSPORT) {
+                CF_WARN(COMP, "connector %s task %d: reading: %s; retrying", c->name, t->id, s.err.message);
+                sleep_ms(200);
+            } else if (rc) {
+                s.failed = true;
+            }
+            for (size_t i = 0; i < n && !s.failed; i++) {
+                cf_msg *m = msgs[i];
+                atomic_fetch_add(&t->m.records_in, 1);
+                atomic_fetch_add(&t->m.bytes_in, m->key_len + m->value_len);
+                cf_schema *ks = NULL, *vs = NULL;
+                cf_value *kv = NULL, *vv = NULL;
+                cf_err pe;
+                cf_err_clear(&pe);
+                if (cf_converter_to_connect(t->kconv, m->topic, m->key, m->key_len, &ks, &kv, &pe)) {
+                    if (report_error(t, CF_STAGE_KEY_CONVERTER, conv_class(t->kconv), m, NULL, &pe, &s.err))
+                        s.failed = true;
+                } else if (cf_converter_to_connect(t->vconv, m->topic, m->value, m->value_len, &vs, &vv, &pe)) {
+                    cf_schema_unref(ks), cf_value_destroy(kv);
+                    if (report_error(t, CF_STAGE_VALUE_CONVERTER, conv_class(t->vconv), m, NULL, &pe, &s.err))
+                        s.failed = true;
+                } else {
+                    cf_record *r = cf_record_new();
+                    cf_record_set_topic(r, m->topic);
+                    r->partition = m->partition;
+                    r->offset = m->offset;
+                    r->timestamp = m->timestamp;
+                    r->ts_type = m->ts_type;
+                    cf_record_set_key(r, ks, kv);
+                    cf_record_set_value(r, vs, vv);
+                    headers_to_record(m, r);
+                    cf_record *o = NULL;
+                    if (apply_transforms(t, r, &o, &pe)) {
+                        if (report_error(t, CF_STAGE_TRANSFORMATION, "transforms", m, NULL, &pe, &s.err))
+                            s.failed = true;
+                    } else if (o) {
+                        recs[nrec++] = o;
+                    }
+                }
+                if (!s.failed && m->topic && m->offset >= 0) pos_update(&s, m->topic, m->partition, m->offset + 1);
+            }
+            for (size_t i = 0; i < n; i++) cf_msg_destroy(msgs[i]);
+            if (s.failed) {
+                free_recs(recs, nrec);
+                break;
+            }
+        }
+        if (nrec) {
+            cf_code rc = sink_put(&s, recs, nrec, &s.err);
+            free_recs(recs, nrec);
+            if (rc) {
+                if (!s.err.where[0]) cf_err_where(&s.err, "connector %s task %d, put", c->name, t->id);
+                s.failed = true;
+                break;
+            }
+            atomic_fetch_add(&t->m.records_out, nrec);
+            if (direct) s.uncommitted = true;
+        }
+        /* direct: flush when the queue ran dry or enough is waiting, so sources can commit soon */
+        bool due = cf_now_us() - s.last_commit_us >= w->flush_interval_ms * 1000;
+        if (direct && s.nacks && (dq_len(&t->q) == 0 || s.nacks >= 5000)) due = true;
+        if (due && sink_commit(&s, &s.err)) {
+            s.failed = true;
+            break;
+        }
+        atomic_store(&t->m.lag, direct ? (uint_fast64_t)dq_len(&t->q) : 0);
+    }
+    if (!s.failed) {
+        if (sink_commit(&s, &s.err)) s.failed = true;
+    }
+    c->plugin->u.sink.stop(s.plugin_task);
+out:
+    for (size_t i = 0; i < s.nacks; i++) cf_ack_done(s.acks[i], false);
+    free(s.acks);
+    if (direct) dq_fail_all(&t->q);
+    if (s.failed) task_fail(t, &s.err);
+    else atomic_store(&t->state, eof ? CF_STATE_FINISHED : CF_STATE_UNASSIGNED);
+    CF_INFO(COMP, "connector %s task %d stopped (%s)", c->name, t->id, cf_state_name(atomic_load(&t->state)));
+    if (has_in) in.destroy(in.state);
+    for (size_t i = 0; i < s.npos; i++) free(s.pos[i].topic);
+    free(s.pos);
+    task_teardown(t);
+    return NULL;
+}
+
+/* ---------------- connectors: create, start, stop ---------------- */
+
+static void conn_free(conn *c) {
+    for (int i = 0; i < c->ntasks; i++) {
+        task *t = c->tasks[i];
+        dq_destroy(&t->q);
+        pthread_mutex_destroy(&t->mu);
+        free(t);
+    }
+    free(c->tasks);
+    for (size_t i = 0; i < c->n_topics; i++) free(c->topics[i]);
+    free(c->topics);
+    if (c->has_re) regfree(&c->topics_re);
+    free(c->name);
+    free(c->dlq_topic);
+    free(c->key_conv);
+    free(c->val_conv);
+    free(c->warned_topics);
+    cf_props_destroy(c->key_conv_props);
+    cf_props_destroy(c->val_conv_props);
+    cf_props_destroy(c->props);
+    cf_config_destroy(c->cfg);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+static void conn_unref(conn *c) {
+    if (c && atomic_fetch_sub(&c->refs, 1) == 1) conn_free(c);
+}
+
+/* Converter name and settings: the connector's own when it names one, else
+ * the worker's (as Connect). */
+static void pick_converter(cf_worker *w, conn *c, const char *key, char **name, cf_props **props) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s.", key);
+    const char *cn = cf_props_get(c->props, key);
+    if (cn && *cn) {
+        *name = cf_xstrdup(cn);
+        *props = cf_props_subset(c->props, prefix, true);
+    } else {
+        *name = cf_xstrdup(cf_config_string(w->cfg, key));
+        *props = cf_props_subset(w->props, prefix, true);
+    }
+}
+
+static cf_code conn_create(cf_worker *w, const char *name, const cf_props *config, conn **out, cf_err *err) {
+    cf_props *p = cf_props_clone(config);
+    if (name && *name) {
+        const char *pn = cf_props_get(p, "name");
+        if (pn && strcmp(pn, name) != 0) {
+            cf_props_destroy(p);
+            cf_err_set(err, CF_ERR_CONFIG, "connector name \"%s\" does not match the name \"%s\" in its config",
+                       name, pn);
+            cf_err_hint(err, "Use the same name in the URL and the configuration.");
+            return CF_ERR_CONFIG;
+        }
+        cf_props_set(p, "name", name);
+    }
+    const char *nm = cf_props_get(p, "name");
+    if (!nm || !*nm) {
+        cf_props_destroy(p);
+        cf_err_set(err, CF_ERR_CONFIG, "connector configuration has no \"name\"");
+        cf_err_hint(err, "Add \"name\": \"<connector name>\".");
+        return CF_ERR_CONFIG;
+    }
+    const char *cls = cf_props_get(p, "connector.class");
+    if (!cls || !*cls) {
+        cf_err_set(err, CF_ERR_CONFIG, "connector \"%s\" has no \"connector.class\"", nm);
+        cf_err_hint(err, "Name the connector plugin, e.g. \"connector.class\": \"files\"; "
+                         "GET /connector-plugins or `cdcflow run --help` lists them.");
+        cf_props_destroy(p);
+        return CF_ERR_CONFIG;
+    }
+    const cf_connector_plugin *pl = find_plugin(w, cls);
+    if (!pl) {
+        cf_err_set(err, CF_ERR_NOT_FOUND, "unknown connector.class \"%s\" in connector \"%s\"", cls, nm);
+        cf_buf b = CF_BUF_INIT;
+        for (const cf_connector_plugin *const *q = w->extra_plugins; q && *q; q++)
+            cf_buf_printf(&b, "%s%s", b.len ? ", " : "", (*q)->name);
+        for (const cf_connector_plugin *const *q = cf_connector_plugins(); *q; q++)
+            cf_buf_printf(&b, "%s%s", b.len ? ", " : "", (*q)->name);
+        cf_err_detail(err, "known connectors: %s", b.len ? b.data : "(none)");
+        cf_buf_free(&b);
+        cf_props_destroy(p);
+        return CF_ERR_NOT_FOUND;
+    }
+    bool is_sink = pl->kind == CF_CONNECTOR_SINK;
+    const cf_cfg_table *tables[3];
+    size_t nt = 0;
+    tables[nt++] = &cf_connector_common_table;
+    if (is_sink) tables[nt++] = &cf_sink_common_table;
+    if (pl->config) tables[nt++] = pl->config;
+    cf_config *cfg = NULL;
+    char *problems = NULL;
+    if (cf_config_parse(tables, nt, p, &cfg, &problems, err) ||
+        cf_connector_config_check(cfg, is_sink, &problems, err)) {
+        if (err) {
+            char first[512];
+            snprintf(first, sizeof first, "%s", err->message);
+            cf_err_set(err, CF_ERR_CONFIG, "invalid configuration of connector \"%s\"", nm);
+            cf_err_detail(err, "%s", problems ? problems : first);
+            cf_err_hint(err, "`cdcflow validate` checks a configuration without running it.");
+        }
+        free(problems);
+        cf_config_destroy(cfg);
+        cf_props_destroy(p);
+        return CF_ERR_CONFIG;
+    }
+    free(problems);
+    conn *c = cf_xcalloc(1, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    atomic_init(&c->refs, 1);
+    c->w = w;
+    c->name = cf_xstrdup(nm);
+    c->props = p;
+    c->cfg = cfg;
+    c->plugin = pl;
+    c->is_sink = is_sink;
+    atomic_init(&c->paused, false);
+    const char *tol = cf_props_get_or(p, "errors.tolerance", "none");
+    c->tolerate_all = strcasecmp(tol, "all") == 0;
+    c->log_errors = strcasecmp(cf_props_get_or(p, "errors.log.enable", "false"), "true") == 0;
+    c->log_messages = strcasecmp(cf_props_get_or(p, "errors.log.include.messages", "false"), "true") == 0;
+    c->dlq_headers =
+        strcasecmp(cf_props_get_or(p, "errors.deadletterqueue.context.headers.enable", "false"), "true") == 0;
+    const char *dlq = cf_props_get(p, "errors.deadletterqueue.topic.name");
+    if (dlq && *dlq) c->dlq_topic = cf_xstrdup(dlq);
+    cf_code rc = CF_OK;
+    if (c->dlq_topic && c->tolerate_all && !cf_config_string(w->cfg, "bootstrap.servers")) {
+        rc = cf_err_set(err, CF_ERR_CONFIG, "connector \"%s\" has a dead letter queue but the worker has no Kafka",
+                        nm);
+        cf_err_detail(err, "errors.deadletterqueue.topic.name=%s needs bootstrap.servers in the worker config",
+                      c->dlq_topic);
+        cf_err_hint(err, "Set bootstrap.servers (a broker or `embedded`), or use errors.log.enable instead.");
+    }
+    const char *tr = cf_props_get(p, "transforms");
+    if (!rc && tr && *tr && !w->transforms) {
+        rc = cf_err_set(err, CF_ERR_UNSUPPORTED, "connector \"%s\" has transforms but this runtime has none", nm);
+        cf_err_hint(err, "Run it with the cdcflow command line, which provides the transforms.");
+    }
+    if (!rc && is_sink) {
+        const char *topics = cf_props_get(p, "topics");
+        if (topics) {
+            size_t n = 0;
+            const char *const *list = cf_config_list(cfg, "topics", &n);
+            c->topics = cf_xcalloc(n ? n : 1, sizeof(char *));
+            for (size_t i = 0; i < n; i++) c->topics[i] = cf_xstrdup(list[i]);
+            c->n_topics = n;
+        }
+        const char *re = cf_props_get(p, "topics.regex");
+        if (re && *re) {
+            /* Java's regex matches the whole topic name: anchor it */
+            size_t l = strlen(re);
+            char *anch = cf_xmalloc(l + 5);
+            snprintf(anch, l + 5, "^(%s)$", re);
+            int e = regcomp(&c->topics_re, anch, REG_EXTENDED | REG_NOSUB);
+            free(anch);
+            if (e) {
+                rc = cf_err_set(err, CF_ERR_CONFIG, "invalid topics.regex \"%s\" in connector \"%s\"", re, nm);
+                cf_err_hint(err, "Use a POSIX extended regular expression.");
+            } else {
+                c->has_re = true;
+            }
+        }
+    }
+    if (rc) {
+        conn_free(c);
+        return rc;
+    }
+    pick_converter(w, c, "key.converter", &c->key_conv, &c->key_conv_props);
+    pick_converter(w, c, "value.converter", &c->val_conv, &c->val_conv_props);
+    int ntasks = atoi(cf_props_get_or(p, "tasks.max", "1"));
+    if (ntasks < 1) ntasks = 1;
+    if (is_sink && w->input_file && ntasks > 1) {
+        CF_INFO(COMP, "connector %s: reading a record file, so 1 task instead of tasks.max=%d", nm, ntasks);
+        ntasks = 1;
+    }
+    c->ntasks = ntasks;
+    c->tasks = cf_xcalloc((size_t)ntasks, sizeof(task *));
+    for (int i = 0; i < ntasks; i++) {
+        task *t = cf_xcalloc(1, sizeof *t);
+        t->c = c;
+        t->id = i;
+        atomic_init(&t->state, CF_STATE_UNASSIGNED);
+        atomic_init(&t->stop, false);
+        pthread_mutex_init(&t->mu, NULL);
+        dq_init(&t->q);
+        t->sctx.t = t;
+        t->kctx.t = t;
+        c->tasks[i] = t;
+    }
+    *out = c;
+    return CF_OK;
+}
+
+static void task_start(task *t) {
+    atomic_store(&t->stop, false);
+    atomic_store(&t->state, CF_STATE_UNASSIGNED);
+    t->trace[0] = 0;
+    pthread_create(&t->th, NULL, t->c->is_sink ? sink_main : source_main, t);
+    t->started = true;
+}
+
+static void task_join(task *t) {
+    if (!t->started) return;
+    atomic_store(&t->stop, true);
+    pthread_cond_broadcast(&t->q.cv);
+    pthread_join(t->th, NULL);
+    t->started = false;
+}
+
+static void conn_stop(conn *c) {
+    for (int i = 0; i < c->ntasks; i++) atomic_store(&c->tasks[i]->stop, true);
+    for (int i = 0; i < c->ntasks; i++) task_join(c->tasks[i]);
+}
+
+/* ---------------- worker ---------------- */
+
+cf_code cf_worker_new(const cf_props *worker_props, const cf_worker_opts *opts, cf_worker **out, cf_err *err) {
+    cf_props *p = worker_props ? cf_props_clone(worker_props) : cf_props_new();
+    const cf_cfg_table *tables[] = {&cf_worker_config_table};
+    cf_config *cfg = NULL;
+    char *problems = NULL;
+    if (cf_config_parse(tables, 1, p, &cfg, &problems, err)) {
+        if (err && problems) {
+            cf_err_set(err, CF_ERR_CONFIG, "invalid worker configuration");
+            cf_err_detail(err, "%s", problems);
+        }
+        free(problems);
+        cf_props_destroy(p);
+        return CF_ERR_CONFIG;
+    }
+    free(problems);
+    cf_worker *w = cf_xcalloc(1, sizeof *w);
+    w->props = p;
+    w->cfg = cfg;
+    pthread_mutex_init(&w->mu, NULL);
+    atomic_init(&w->draining, false);
+    atomic_init(&w->errors, 0);
+    const char *bs = cf_config_string(cfg, "bootstrap.servers");
+    const char *tr = cf_config_string(cfg, "transport");
+    if (tr) w->mode = strcasecmp(tr, "direct") == 0 ? MODE_DIRECT : MODE_KAFKA;
+    else w->mode = bs ? MODE_KAFKA : MODE_DIRECT;
+    if (opts) {
+        w->extra_plugins = opts->plugins;
+        w->input_file = opts->input_file ? cf_xstrdup(opts->input_file) : NULL;
+        w->output_file = opts->output_file ? cf_xstrdup(opts->output_file) : NULL;
+        w->want_rest = opts->rest;
+        w->transforms = opts->transforms;
+    }
+    w->flush_interval_ms = cf_config_long(cfg, "offset.flush.interval.ms");
+    w->flush_timeout_ms = cf_config_long(cfg, "offset.flush.timeout.ms");
+    w->shutdown_timeout_ms = cf_config_long(cfg, "task.shutdown.graceful.timeout.ms");
+    if (w->mode == MODE_KAFKA && !bs && !w->output_file) {
+        cf_err_set(err, CF_ERR_CONFIG, "transport=kafka needs bootstrap.servers");
+        cf_err_hint(err, "Set bootstrap.servers=host:port (or `embedded`), or transport=direct.");
+        cf_worker_destroy(w);
+        return CF_ERR_CONFIG;
+    }
+    *out = w;
+    return CF_OK;
+}
+
+cf_code cf_worker_start(cf_worker *w, cf_err *err) {
+    if (w->started) return CF_OK;
+    const char *file = cf_config_string(w->cfg, "offset.storage.file.filename");
+    cf_code rc;
+    if (file || w->mode == MODE_DIRECT || !cf_config_string(w->cfg, "bootstrap.servers"))
+        rc = cf_offset_store_open_file(file ? file : "cdcflow.offsets.json", &w->offsets, err);
+    else
+        rc = cf_worker_kafka_offsets_open(w, cf_config_string(w->cfg, "offset.storage.topic"), &w->offsets, err);
+    if (rc) return rc;
+    if (w->output_file) {
+        if ((rc = cf_worker_file_out_new(w->output_file, &w->file_out, err))) return rc;
+        w->has_file_out = true;
+    }
+    if (w->want_rest && (rc = cf_rest_start(w, w->cfg, &w->rest, err))) return rc;
+    w->started = true;
+    CF_INFO(COMP, "worker started: transport=%s, offsets in %s%s%s", w->mode == MODE_DIRECT ? "direct" : "kafka",
+            (file || w->mode == MODE_DIRECT || !cf_config_string(w->cfg, "bootstrap.servers")) ? "file " : "topic ",
+            (file || w->mode == MODE_DIRECT || !cf_config_string(w->cfg, "bootstrap.servers"))
+                ? (file ? file : "cdcflow.offsets.json")
+                : cf_config_string(w->cfg, "offset.storage.topic"),
+            w->input_file ? ", sinks read the record file" : w->output_file ? ", sources write the record file" : "");
+    return CF_OK;
+}
+
+cf_code cf_worker_add_connector(cf_worker *w, const char *name, const cf_props *config, cf_err *err) {
+    if (!w->started) return cf_err_set(err, CF_ERR_STATE, "the worker is not started");
+    conn *c = NULL;
+    cf_code rc = conn_create(w, name, config, &c, err);
+    if (rc) return rc;
+    pthread_mutex_lock(&w->mu);
+    if (find_conn_locked(w, c->name, NULL)) {
+        pthread_mutex_unlock(&w->mu);
+        cf_err_set(err, CF_ERR_STATE, "Connector %s already exists", c->name);
+        conn_free(c);
+        return CF_ERR_STATE;
+    }
+    if (w->n_conns == w->cap_conns) {
+        w->cap_conns = w->cap_conns ? w->cap_conns * 2 : 8;
+        w->conns = cf_xrealloc(w->conns, w->cap_conns * sizeof(conn *));
+    }
+    w->conns[w->n_conns++] = c;
+    if (!c->is_sink) atomic_store(&w->draining, false);
+    for (int i = 0; i < c->ntasks; i++) task_start(c->tasks[i]);
+    pthread_mutex_unlock(&w->mu);
+    CF_INFO(COMP, "connector %s (%s, %s) created with %d task%s", c->name, c->plugin->name,
+            c->is_sink ? "sink" : "source", c->ntasks, c->ntasks == 1 ? "" : "s");
+    return CF_OK;
+}
+
+static cf_code not_found(cf_err *err, const char *name) {
+    return cf_err_set(err, CF_ERR_NOT_FOUND, "Connector %s not found", name);
+}
+
+cf_code cf_worker_delete_connector(cf_worker *w, const char *name, cf_err *err) {
+    pthread_mutex_lock(&w->mu);
+    size_t idx;
+    conn *c = find_conn_locked(w, name, &idx);
+    if (!c) {
+        pthread_mutex_unlock(&w->mu);
+        return not_found(err, name);
+    }
+    memmove(w->conns + idx, w->conns + idx + 1, (w->n_conns - idx - 1) * sizeof(conn *));
+    w->n_conns--;
+    pthread_mutex_unlock(&w->mu);
+    conn_stop(c);
+    conn_unref(c);
+    CF_INFO(COMP, "connector %s deleted", name);
+    return CF_OK;
+}
+
+cf_code cf_worker_update_connector(cf_worker *w, const char *name, const cf_props *config, cf_err *err) {
+    conn *nc = NULL;
+    cf_code rc = conn_create(w, name, config, &nc, err);
+    if (rc) return rc;
+    pthread_mutex_lock(&w->mu);
+    size_t idx;
+    conn *old = find_conn_locked(w, name, &idx);
+    if (!old) {
+        pthread_mutex_unlock(&w->mu);
+        conn_free(nc);
+        return not_found(err, name);
+    }
+    atomic_store(&nc->paused, atomic_load(&old->paused));
+    memmove(w->conns + idx, w->conns + idx + 1, (w->n_conns - idx - 1) * sizeof(conn *));
+    w->n_conns--;
+    pthread_mutex_unlock(&w->mu);
+    conn_stop(old);
+    conn_unref(old);
+    pthread_mutex_lock(&w->mu);
+    w->conns[w->n_conns++] = nc; /* capacity: we removed one */
+    for (int i = 0; i < nc->ntasks; i++) task_start(nc->tasks[i]);
+    pthread_mutex_unlock(&w->mu);
+    CF_INFO(COMP, "connector %s reconfigured", name);
+    return CF_OK;
+}
+
+cf_code cf_worker_pause_connector(cf_worker *w, const char *name, cf_err *err) {
+    conn *c = get_conn(w, name);
+    if (!c) return not_found(err, name);
+    atomic_store(&c->paused, true);
+    CF_INFO(COMP, "connector %s paused", name);
+    conn_unref(c);
+    return CF_OK;
+}
+
+cf_code cf_worker_resume_connector(cf_worker *w, const char *name, cf_err *err) {
+    conn *c = get_conn(w, name);
+    if (!c) return not_found(err, name);
+    atomic_store(&c->paused, false);
+    CF_INFO(COMP, "connector %s resumed", name);
+    conn_unref(c);
+    return CF_OK;
+}
+
+cf_code cf_worker_restart_connector(cf_worker *w, const char *name, bool only_failed, cf_err *err) {
+    pthread_mutex_lock(&w->mu);
+    conn *c = find_conn_locked(w, name, NULL);
+    if (!c) {
+        pthread_mutex_unlock(&w->mu);
+        return not_found(err, name);
+    }
+    atomic_fetch_add(&c->refs, 1);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < c->ntasks; i++) {
+        task *t = c->tasks[i];
+        if (only_failed && atomic_load(&t->state) != CF_STATE_FAILED) continue;
+        task_join(t);
+        task_start(t);
+    }
+    if (!c->is_sink) atomic_store(&w->draining, false);
+    CF_INFO(COMP, "connector %s restarted%s", name, only_failed ? " (failed tasks)" : "");
+    conn_unref(c);
+    return CF_OK;
+}
+
+static bool terminal(int st) { return st == CF_STATE_FINISHED || st == CF_STATE_FAILED; }
+
+cf_code cf_worker_run(cf_worker *w, bool stop_on_failure, cf_err *err) {
+    cf_code rc = CF_OK;
+    for (;;) {
+        if (w->stop_flag) {
+            CF_INFO(COMP, "stop requested: stopping the tasks (flush, commit)");
+            break;
+        }
+        bool sources_live = false, all_done = true, any = false;
+        task *failed = NULL;
+        pthread_mutex_lock(&w->mu);
+        for (size_t i = 0; i < w->n_conns; i++) {
+            conn *c = w->conns[i];
+            for (int j = 0; j < c->ntasks; j++) {
+                int st = atomic_load(&c->tasks[j]->state);
+                any = true;
+                if (!terminal(st)) all_done = false;
+                if (!c->is_sink && !terminal(st)) sources_live = true;
+                if (st == CF_STATE_FAILED && !failed) failed = c->tasks[j];
+            }
+        }
+        if (!sources_live) atomic_store(&w->draining, true);
+        if (failed && stop_on_failure) {
+            pthread_mutex_lock(&failed->mu);
+            if (err) *err = failed->fail_err;
+            rc = failed->fail_err.code ? failed->fail_err.code : CF_ERR_INTERNAL;
+            pthread_mutex_unlock(&failed->mu);
+        }
+        pthread_mutex_unlock(&w->mu);
+        if (rc) break;
+        if (any && all_done && !w->want_rest) break;
+        sleep_ms(20);
+    }
+    /* sources first (their pending records need the sinks in direct mode), then sinks */
+    pthread_mutex_lock(&w->mu);
+    size_t n = w->n_conns;
+    conn **cs = cf_xmalloc((n ? n : 1) * sizeof(conn *));
+    for (size_t i = 0; i < n; i++) {
+        cs[i] = w->conns[i];
+        atomic_fetch_add(&cs[i]->refs, 1);
+    }
+    pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i < n; i++)
+        if (!cs[i]->is_sink)
+            for (int j = 0; j < cs[i]->ntasks; j++) atomic_store(&cs[i]->tasks[j]->stop, true);
+    for (size_t i = 0; i < n; i++)
+        if (!cs[i]->is_sink) conn_stop(cs[i]);
+    atomic_store(&w->draining, true);
+    for (size_t i = 0; i < n; i++)
+        if (cs[i]->is_sink) conn_stop(cs[i]);
+    /* report the first failure even when not stopping on it */
+    if (!rc) {
+        for (size_t i = 0; i < n && !rc; i++)
+            for (int j = 0; j < cs[i]->ntasks && !rc; j++)
+                if (atomic_load(&cs[i]->tasks[j]->state) == CF_STATE_FAILED) {
+                    if (err) *err = cs[i]->tasks[j]->fail_err;
+                    rc = cs[i]->tasks[j]->fail_err.code ? cs[i]->tasks[j]->fail_err.code : CF_ERR_INTERNAL;
+                }
+    }
+    for (size_t i = 0; i < n; i++) conn_unref(cs[i]);
+    free(cs);
+    if (w->offsets) {
+        cf_err fe;
+        if (cf_offset_store_flush(w->offsets, &fe)) {
+            cf_log_err(CF_LOG_ERROR, COMP, &fe);
+            if (!rc) {
+                if (err) *err = fe;
+                rc = fe.code;
+            }
+        }
+    }
+    return rc;
+}
+
+void cf_worker_stop(cf_worker *w) {
+    if (w) w->stop_flag = 1;
+}
+
+void cf_worker_destroy(cf_worker *w) {
+    if (!w) return;
+    if (w->rest) cf_rest_stop(w->rest);
+    pthread_mutex_lock(&w->mu);
+    size_t n = w->n_conns;
+    conn **cs = w->conns;
+    w->conns = NULL;
+    w->n_conns = w->cap_conns = 0;
+    pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i < n; i++)
+        if (!cs[i]->is_sink) conn_stop(cs[i]);
+    atomic_store(&w->draining, true);
+    for (size_t i = 0; i < n; i++)
+        if (cs[i]->is_sink) conn_stop(cs[i]);
+    for (size_t i = 0; i < n; i++) conn_unref(cs[i]);
+    free(cs);
+    if (w->has_file_out) {
+        w->file_out.flush(w->file_out.state, 30000, NULL);
+        w->file_out.destroy(w->file_out.state);
+    }
+    if (w->offsets) {
+        cf_offset_store_flush(w->offsets, NULL);
+        cf_offset_store_destroy(w->offsets);
+    }
+    cf_config_destroy(w->cfg);
+    cf_props_destroy(w->props);
+    free(w->input_file);
+    free(w->output_file);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+uint64_t cf_worker_error_count(const cf_worker *w) { return atomic_load(&((cf_worker *)w)->errors); }
+
+int cf_worker_rest_port(const cf_worker *w) { return w->rest ? cf_rest_port(w->rest) : 0; }
+
+cf_code cf_worker_connector_state(cf_worker *w, const char *name, cf_state *connector, cf_state *task0,
+                                  cf_err *err) {
+    conn *c = get_conn(w, name);
+    if (!c) return not_found(err, name);
+    bool all_fin = true;
+    for (int i = 0; i < c->ntasks; i++)
+        if (atomic_load(&c->tasks[i]->state) != CF_STATE_FINISHED) all_fin = false;
+    if (connector)
+        *connector = atomic_load(&c->paused) ? CF_STATE_PAUSED : all_fin ? CF_STATE_FINISHED : CF_STATE_RUNNING;
+    if (task0) *task0 = c->ntasks ? (cf_state)atomic_load(&c->tasks[0]->state) : CF_STATE_UNASSIGNED;
+    conn_unref(c);
+    return CF_OK;
+}
+
+/* ---------------- REST documents ---------------- */
+
+static char *dump(json_t *j) {
+    char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return s;
+}
+
+static bool is_password_key(conn *c, const char *key) {
+    const cf_cfg_table *ts[3] = {&cf_connector_common_table, c->is_sink ? &cf_sink_common_table : NULL,
+                                 c->plugin->config};
+    for (int i = 0; i < 3; i++) {
+        if (!ts[i]) continue;
+        const cf_cfg_def *d = cf_cfg_table_find(ts[i], key);
+        if (d) return d->type == CF_CFG_PASSWORD;
+    }
+    return false;
+}
+
+static json_t *config_obj(conn *c) {
+    json_t *o = json_object();
+    for (size_t i = 0; i < cf_props_count(c->props); i++) {
+        const char *k = cf_props_key_at(c->props, i);
+        /* passwords are never shown (Connect shows them unless a config provider hides them; we hide) */
+        json_object_set_new(o, k, json_string(is_password_key(c, k) ? "[hidden]" : cf_props_value_at(c->props, i)));
+    }
+    return o;
+}
+
+static json_t *tasks_arr(conn *c) {
+    json_t *a = json_array();
+    for (int i = 0; i < c->ntasks; i++) json_array_append_new(a, json_pack("{s:s,s:i}", "connector", c->name, "task", i));
+    return a;
+}
+
+char *cf_worker_connectors_json(cf_worker *w) {
+    json_t *a = json_array();
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->n_conns; i++) json_array_append_new(a, json_string(w->conns[i]->name));
+    pthread_mutex_unlock(&w->mu);
+    return dump(a);
+}
+
+char *cf_worker_connector_json(cf_worker *w, const char *name) {
+    conn *c = get_conn(w, name);
+    if (!c) return NULL;
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(c->name));
+    json_object_set_new(o, "config", config_obj(c));
+    json_object_set_new(o, "tasks", tasks_arr(c));
+    json_object_set_new(o, "type", json_string(c->is_sink ? "sink" : "source"));
+    conn_unref(c);
+    return dump(o);
+}
+
+char *cf_worker_connector_config_json(cf_worker *w, const char *name) {
+    conn *c = get_conn(w, name);
+    if (!c) return NULL;
+    json_t *o = config_obj(c);
+    conn_unref(c);
+    return dump(o);
+}
+
+static char *worker_id(cf_worker *w) {
+    char buf[300];
+    snprintf(buf, sizeof buf, "%s:%d", cf_config_string(w->cfg, "rest.host.name"),
+             w->rest ? cf_rest_port(w->rest) : (int)cf_config_int(w->cfg, "rest.port"));
+    return cf_xstrdup(buf);
+}
+
+char *cf_worker_connector_status_json(cf_worker *w, const char *name) {
+    conn *c = get_conn(w, name);
+    if (!c) return NULL;
+    char *wid = worker_id(w);
+    cf_state cs;
+    cf_worker_connector_state(w, name, &cs, NULL, NULL);
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(c->name));
+    json_object_set_new(o, "connector", json_pack("{s:s,s:s}", "state", cf_state_name(cs), "worker_id", wid));
+    json_t *ta = json_array();
+    for (int i = 0; i < c->ntasks; i++) {
+        task *t = c->tasks[i];
+        int st = atomic_load(&t->state);
+        json_t *to = json_pack("{s:i,s:s,s:s}", "id", i, "state", cf_state_name((cf_state)st), "worker_id", wid);
+        if (st == CF_STATE_FAILED) {
+            pthread_mutex_lock(&t->mu);
+            json_object_set_new(to, "trace", json_string(t->trace));
+            pthread_mutex_unlock(&t->mu);
+        }
+        json_array_append_new(ta, to);
+    }
+    json_object_set_new(o, "tasks", ta);
+    json_object_set_new(o, "type", json_string(c->is_sink ? "sink" : "source"));
+    free(wid);
+    conn_unref(c);
+    return dump(o);
+}
+
+static void plugin_json(json_t *a, const cf_connector_plugin *p) {
+    const char *cls = p->aliases && p->aliases[0] ? p->aliases[0] : p->name;
+    json_array_append_new(a, json_pack("{s:s,s:s,s:s}", "class", cls, "type",
+                                       p->kind == CF_CONNECTOR_SINK ? "sink" : "source", "version",
+                                       p->version ? p->version : CF_VERSION_STRING));
+}
+
+char *cf_worker_plugins_json(cf_worker *w) {
+    json_t *a = json_array();
+    for (const cf_connector_plugin *const *p = w->extra_plugins; p && *p; p++) plugin_json(a, *p);
+    for (const cf_connector_plugin *const *p = cf_connector_plugins(); *p; p++) plugin_json(a, *p);
+    return dump(a);
+}
+
+/* ---------------- metrics (Prometheus text format 0.0.4) ---------------- */
+
+static void escape_label(cf_buf *b, const char *s) {
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"') cf_buf_append_byte(b, '\\'), cf_buf_append_byte(b, (uint8_t)*s);
+        else if (*s == '\n') cf_buf_append_str(b, "\\n");
+        else cf_buf_append_byte(b, (uint8_t)*s);
+    }
+}
+
+typedef struct mdef {
+    const char *name, *type, *help;
+    size_t off; /* offset in metrics */
+    bool is_seconds; /* microseconds -> seconds */
+} mdef;
+
+#define MOFF(f) offsetof(metrics, f)
+static const mdef mdefs[] = {
+    {"cdcflow_task_records_in_total", "counter", "Records polled from the source or read from the transport.",
+     MOFF(records_in), false},
+    {"cdcflow_task_records_out_total", "counter",
+     "Records acknowledged by the transport (sources) or put into the sink (sinks).", MOFF(records_out), false},
+    {"cdcflow_task_bytes_in_total", "counter", "Key and value bytes read (sinks).", MOFF(bytes_in), false},
+    {"cdcflow_task_bytes_out_total", "counter", "Key and value bytes sent (sources).", MOFF(bytes_out), false},
+    {"cdcflow_task_errors_total", "counter", "Records that failed in a stage (converter, transform, put).",
+     MOFF(errors), false},
+    {"cdcflow_task_records_skipped_total", "counter",
+     "Records skipped by errors.tolerance=all (or with no direct sink).", MOFF(skipped), false},
+    {"cdcflow_task_deadletterqueue_produce_total", "counter", "Records written to the dead letter queue.",
+     MOFF(dlq), false},
+    {"cdcflow_task_offset_commits_total", "counter", "Successful offset commits.", MOFF(commits), false},
+    {"cdcflow_task_offset_commit_failures_total", "counter", "Failed offset commits.", MOFF(commit_failures),
+     false},
+    {"cdcflow_task_offset_commit_seconds_total", "counter", "Time spent committing offsets (flush included).",
+     MOFF(commit_us_sum), true},
+    {"cdcflow_task_offset_commit_last_seconds", "gauge", "Duration of the last offset commit.",
+     MOFF(commit_us_last), true},
+    {"cdcflow_task_lag_records", "gauge",
+     "Sources: records sent but not yet acknowledged. Direct sinks: records waiting in the queue.", MOFF(lag),
+     false},
+};
+
+void cf_worker_metrics_text(cf_worker *w, cf_buf *out) {
+    pthread_mutex_lock(&w->mu);
+    size_t n = w->n_conns;
+    conn **cs = cf_xmalloc((n ? n : 1) * sizeof(conn *));
+    for (size_t i = 0; i < n; i++) {
+        cs[i] = w->conns[i];
+        atomic_fetch_add(&cs[i]->refs, 1);
+    }
+    pthread_mutex_unlock(&w->mu);
+    for (size_t d = 0; d < sizeof mdefs / sizeof *mdefs; d++) {
+        cf_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", mdefs[d].name, mdefs[d].help, mdefs[d].name,
+                      mdefs[d].type);
+        for (size_t i = 0; i < n; i++)
+            for (int j = 0; j < cs[i]->ntasks; j++) {
+                const char *base = (const char *)&cs[i]->tasks[j]->m;
+                uint64_t v = atomic_load((atomic_uint_fast64_t *)(base + mdefs[d].off));
+                cf_buf_printf(out, "%s{connector=\"", mdefs[d].name);
+                escape_label(out, cs[i]->name);
+                cf_buf_printf(out, "\",task=\"%d\",type=\"%s\"} ", j, cs[i]->is_sink ? "sink" : "source");
+                if (mdefs[d].is_seconds) cf_buf_printf(out, "%.6f\n", (double)v / 1e6);
+                else cf_buf_printf(out, "%llu\n", (unsigned long long)v);
+            }
+    }
+    cf_buf_printf(out, "# HELP cdcflow_task_state Task state (1 for the current state).\n"
+                       "# TYPE cdcflow_task_state gauge\n");
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; j < cs[i]->ntasks; j++) {
+            cf_buf_append_str(out, "cdcflow_task_state{connector=\"");
+            escape_label(out, cs[i]->name);
+            cf_buf_printf(out, "\",task=\"%d\",state=\"%s\"} 1\n", j,
+                          cf_state_name((cf_state)atomic_load(&cs[i]->tasks[j]->state)));
+        }
+    cf_buf_printf(out,
+                  "# HELP cdcflow_worker_errors_total Records reported under errors.tolerance=all.\n"
+                  "# TYPE cdcflow_worker_errors_total counter\ncdcflow_worker_errors_total %llu\n"
+                  "# HELP cdcflow_worker_connectors Connectors in this worker.\n"
+                  "# TYPE cdcflow_worker_connectors gauge\ncdcflow_worker_connectors %zu\n",
+                  (unsigned long long)atomic_load(&w->errors), n);
+    for (size_t i = 0; i < n; i++) conn_unref(cs[i]);
+    free(cs);
+}

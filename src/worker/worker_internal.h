@@ -1,0 +1,123 @@
+/*
+ * worker_internal.h - what the worker's source files share (not public).
+ *
+ * The worker moves records through three kinds of transport, hidden behind
+ * two small interfaces so that the task loops are written once:
+ *   cf_msg_out  where a source task's converted messages go (Kafka
+ *               producer, a record file) with an acknowledgement per message;
+ *   cf_msg_in   where a sink task's messages come from (Kafka consumer
+ *               group, a record file), with a commit of positions.
+ * The direct mode needs neither: records go from the source task to the
+ * sink task's queue (worker.c).
+ */
+#ifndef CDCFLOW_WORKER_INTERNAL_H
+#define CDCFLOW_WORKER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cdcflow/record.h"
+#include "cdcflow/worker.h"
+
+/* ---- offsets store backends (offsets.c) ---- */
+typedef struct cf_offset_backend {
+    /* Write one key/value (value NULL = tombstone). */
+    cf_code (*write)(void *state, const char *key, const char *value, cf_err *err);
+    /* Return once everything written is durable (Kafka: acknowledged). */
+    cf_code (*sync)(void *state, cf_err *err);
+    void (*destroy)(void *state);
+} cf_offset_backend;
+cf_offset_store *cf_offset_store_new_backend(const cf_offset_backend *backend, void *state);
+/* Load one stored key/value (at start, from the backend's data). */
+cf_code cf_offset_store_load_record(cf_offset_store *s, const char *key, size_t klen, const char *value, size_t vlen,
+                                    cf_err *err);
+/* Compact JSON of a value (map order kept). malloc'd. */
+char *cf_worker_json_from_value(const cf_value *v);
+
+/* ---- acknowledgements ---- */
+/* One in-flight source record. `pending` counts the transports/sinks that
+ * still have to acknowledge it; the source task commits offsets in poll
+ * order up to the first entry with pending > 0. */
+typedef struct cf_ack {
+    atomic_int pending;
+    atomic_bool failed;
+    cf_record *rec; /* source partition/offset (+ the record for commit_record) */
+    int64_t t_sent_us;
+    struct cf_ack *next;
+} cf_ack;
+/* Called by transports when a message was acknowledged (ok) or failed for good. */
+void cf_ack_done(cf_ack *a, bool ok);
+
+/* ---- message transports ---- */
+typedef struct cf_msg_out {
+    void *state;
+    /* Take m. CF_ERR_AGAIN: local queue full, m NOT taken (back-pressure). */
+    cf_code (*send)(void *state, cf_msg *m, cf_ack *ack, cf_err *err);
+    /* Serve acknowledgements for up to timeout_ms. */
+    void (*serve)(void *state, int timeout_ms);
+    /* Wait until everything sent was acknowledged (or timeout). */
+    cf_code (*flush)(void *state, int timeout_ms, cf_err *err);
+    void (*destroy)(void *state);
+} cf_msg_out;
+
+typedef struct cf_tp_pos {
+    char *topic;
+    int32_t partition;
+    int64_t next_offset; /* offset of the next message to read (Kafka's commit value) */
+} cf_tp_pos;
+
+typedef struct cf_msg_in cf_msg_in;
+/* Called from within in->poll before partitions are revoked: the sink task
+ * flushes and commits. */
+typedef void (*cf_revoke_fn)(void *arg);
+struct cf_msg_in {
+    void *state;
+    /* Fill out with up to max messages (taken by the caller). CF_ERR_EOF: bounded input ended. */
+    cf_code (*poll)(void *state, cf_msg **out, size_t max, size_t *n, int timeout_ms, cf_err *err);
+    /* Commit positions (synchronously). */
+    cf_code (*commit)(void *state, const cf_tp_pos *pos, size_t n, cf_err *err);
+    void (*destroy)(void *state);
+    cf_revoke_fn on_revoke; /* set by the worker */
+    void *revoke_arg;
+};
+
+/* ---- record files (files.c) ---- */
+cf_code cf_worker_file_out_new(const char *path, cf_msg_out *out, cf_err *err);
+cf_code cf_worker_file_in_new(const char *path, cf_msg_in *in, cf_err *err);
+
+/* ---- Kafka (kafka.c) ---- */
+struct cf_worker;
+cf_code cf_worker_kafka_out_new(struct cf_worker *w, const char *client_id, cf_msg_out *out, cf_err *err);
+cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const char *const *topics, size_t n_topics,
+                               const char *topics_regex, cf_msg_in *in, cf_err *err);
+cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_offset_store **out, cf_err *err);
+/* Worker settings the Kafka adapters read. */
+const cf_config *cf_worker_config(const struct cf_worker *w);
+
+/* ---- errors and the dead letter queue (errors.c) ---- */
+/* Connect's stage names. */
+typedef enum cf_stage {
+    CF_STAGE_KEY_CONVERTER = 0,
+    CF_STAGE_VALUE_CONVERTER,
+    CF_STAGE_HEADER_CONVERTER,
+    CF_STAGE_TRANSFORMATION,
+    CF_STAGE_TASK_PUT,
+    CF_STAGE_TASK_POLL,
+    CF_STAGE_KAFKA_PRODUCE,
+    CF_STAGE_KAFKA_CONSUME
+} cf_stage;
+const char *cf_stage_name(cf_stage s);
+/* Add Connect's __connect.errors.* context headers to a DLQ message. */
+void cf_dlq_add_headers(cf_msg *m, const char *orig_topic, int32_t partition, int64_t offset, const char *connector,
+                        int task_id, cf_stage stage, const char *class_name, const cf_err *problem);
+
+/* ---- REST (rest.c) ---- */
+typedef struct cf_rest cf_rest;
+cf_code cf_rest_start(struct cf_worker *w, const cf_config *cfg, cf_rest **out, cf_err *err);
+int cf_rest_port(const cf_rest *r);
+void cf_rest_stop(cf_rest *r);
+
+int64_t cf_now_us(void);
+
+#endif
