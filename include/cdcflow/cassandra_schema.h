@@ -315,6 +315,18 @@ cf_code cf_cass_ddl_parse(cf_cass_schema *s, const char *text, size_t len, const
                           cf_err *err);
 cf_code cf_cass_ddl_parse_file(cf_cass_schema *s, const char *path, cf_err *err);
 
+/* Load the rows of system_schema.{keyspaces,tables,views,columns,
+ * dropped_columns,types} given as one JSON object
+ *   {"keyspaces": [...], "tables": [...], "columns": [...],
+ *    "dropped_columns": [...], "types": [...], "views": [...]}
+ * where each array holds the rows exactly as `SELECT JSON *` returns them
+ * (Cassandra 3.0+). User types are resolved in dependency order; table ids,
+ * flags (compound/dense/super/counter), cdc, column kinds, positions and
+ * clustering order are taken from the rows. "tables" and "columns" are
+ * required. The CQL client (cassandra_cql.h) feeds this; the fixtures record
+ * the same rows in tests/data/cassandra/<case>/system_schema.json. */
+cf_code cf_cass_schema_load_system_json(cf_cass_schema *s, const char *json, size_t len, cf_err *err);
+
 /* ------------------------------------------------------------------ */
 /* Tokens and UUIDs                                                    */
 /* ------------------------------------------------------------------ */

@@ -266,6 +266,20 @@ static const struct {
     {"empty", CF_CQL_EMPTY},
 };
 
+/* marshal classes of the native CQL types (AbstractType subclasses) */
+static const struct {
+    const char *name;
+    cf_cql_kind kind;
+} marshal_names[] = {
+    {"AsciiType", CF_CQL_ASCII},     {"LongType", CF_CQL_BIGINT},          {"BytesType", CF_CQL_BLOB},
+    {"BooleanType", CF_CQL_BOOLEAN}, {"CounterColumnType", CF_CQL_COUNTER}, {"SimpleDateType", CF_CQL_DATE},
+    {"DecimalType", CF_CQL_DECIMAL}, {"DoubleType", CF_CQL_DOUBLE},        {"DurationType", CF_CQL_DURATION},
+    {"FloatType", CF_CQL_FLOAT},     {"InetAddressType", CF_CQL_INET},     {"Int32Type", CF_CQL_INT},
+    {"ShortType", CF_CQL_SMALLINT},  {"UTF8Type", CF_CQL_TEXT},            {"TimeType", CF_CQL_TIME},
+    {"TimestampType", CF_CQL_TIMESTAMP}, {"TimeUUIDType", CF_CQL_TIMEUUID}, {"ByteType", CF_CQL_TINYINT},
+    {"UUIDType", CF_CQL_UUID},       {"IntegerType", CF_CQL_VARINT},       {"EmptyType", CF_CQL_EMPTY},
+};
+
 static void skip_ws(cf_cass_lexer *lx);
 
 /* Freeze a type and everything under it: what Cassandra does to types nested
@@ -382,6 +396,15 @@ static cf_code parse_type(cf_cass_lexer *lx, const char *keyspace, const cf_cass
         char *s = NULL;
         cf_code rc = cf_cass_lexer_string(lx, &s, err);
         if (rc) return rc;
+        /* a quoted marshal class that is really a CQL type (3.x prints
+         * EmptyType this way): map it to the native kind */
+        const char *cls = strncmp(s, "org.apache.cassandra.db.marshal.", 32) == 0 ? s + 32 : s;
+        for (size_t i = 0; i < sizeof marshal_names / sizeof marshal_names[0]; i++)
+            if (strcmp(cls, marshal_names[i].name) == 0) {
+                free(s);
+                *out = cf_cql_type_new(marshal_names[i].kind);
+                return CF_OK;
+            }
         cf_cql_type *t = cf_cql_type_new(CF_CQL_CUSTOM);
         t->name = s;
         *out = t;
@@ -389,6 +412,7 @@ static cf_code parse_type(cf_cass_lexer *lx, const char *keyspace, const cf_cass
     }
     char *id = NULL;
     bool quoted = false;
+    size_t start = lx->pos;
     cf_code rc = cf_cass_lexer_ident(lx, &id, &quoted, err);
     if (rc) {
         if (err) snprintf(err->message, sizeof err->message, "invalid CQL type: expected a type name");
@@ -461,7 +485,10 @@ static cf_code parse_type(cf_cass_lexer *lx, const char *keyspace, const cf_cass
             return rc;
         }
     }
+    size_t after = lx->pos;
+    lx->pos = start; /* an unknown type is reported where its name starts */
     rc = resolve_udt(lx, ks ? ks : keyspace, id, types, out, err);
+    if (rc == CF_OK) lx->pos = after;
     free(ks);
     free(id);
     return rc;
