@@ -295,11 +295,45 @@ static void test_decompression(void **state) {
     free(plain);
 }
 
+/* JSON lines as Kafka's JsonConverter with schemas.enable=false reads them:
+ * integers INT64, decimals FLOAT64, objects MAP, no schema; blank lines are
+ * skipped; a bad line is reported with line and byte, then reading goes on. */
+static void test_jsonl(void **state) {
+    (void)state;
+    const char data[] = "{\"id\": 1, \"name\": \"a\"}\n\n  \n[1, 2.5]\r\n{bad json\n\"tail\"";
+    cf_extractor *x = open_mem(CF_FORMAT_JSONL, data, sizeof data - 1, NULL, CF_COMPRESSION_NONE, 0, 0, 0);
+    cf_schema *s;
+    cf_value *v;
+    cf_extract_pos pos;
+    cf_err err;
+    assert_int_equal(cf_extractor_next(x, &s, &v, &pos, &err), CF_OK);
+    assert_null(s);
+    assert_int_equal(v->type, CF_MAP);
+    assert_int_equal(cf_value_map_get_str(v, "id")->type, CF_INT64);
+    assert_int_equal(cf_value_map_get_str(v, "id")->u.i, 1);
+    assert_int_equal(pos.line, 1);
+    cf_value_destroy(v);
+    assert_int_equal(cf_extractor_next(x, &s, &v, &pos, &err), CF_OK);
+    assert_int_equal(v->type, CF_ARRAY);
+    assert_int_equal(v->u.arr.items[1]->type, CF_FLOAT64);
+    assert_int_equal(pos.line, 4);
+    assert_int_equal(pos.index, 1);
+    cf_value_destroy(v);
+    assert_int_equal(cf_extractor_next(x, &s, &v, &pos, &err), CF_ERR_INVALID);
+    assert_string_equal(err.where, "obj.csv: line 5, byte 37");
+    assert_int_equal(cf_extractor_next(x, &s, &v, &pos, &err), CF_OK);
+    assert_int_equal(v->type, CF_STRING);
+    assert_int_equal(pos.end, sizeof data - 1);
+    cf_value_destroy(v);
+    assert_int_equal(cf_extractor_next(x, &s, &v, &pos, &err), CF_ERR_EOF);
+    cf_extractor_destroy(x);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csv_rfc4180), cmocka_unit_test(test_csv_resume),
         cmocka_unit_test(test_csv_errors_and_options), cmocka_unit_test(test_bytes),
-        cmocka_unit_test(test_decompression),
+        cmocka_unit_test(test_decompression), cmocka_unit_test(test_jsonl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
