@@ -407,6 +407,7 @@ static bool passes_prefix(const cf_cfg_table *const *tables, size_t n, const cha
 static void unknown_key(const cf_cfg_table *const *tables, size_t n, const char *key, const char *value,
                         cf_err *err) {
     const char *best = NULL;
+    const cf_cfg_def *best_def = NULL;
     size_t best_d = (size_t)-1;
     cf_buf known = CF_BUF_INIT;
     for (size_t i = 0; i < n; i++) {
@@ -415,7 +416,7 @@ static void unknown_key(const cf_cfg_table *const *tables, size_t n, const char 
             if (known.len) cf_buf_append_str(&known, ", ");
             cf_buf_append_str(&known, d->name);
             size_t dist = edit_distance(key, d->name);
-            if (dist < best_d) best_d = dist, best = d->name;
+            if (dist < best_d) best_d = dist, best = d->name, best_def = d;
         }
     }
     for (size_t i = 0; i < n; i++)
@@ -425,14 +426,17 @@ static void unknown_key(const cf_cfg_table *const *tables, size_t n, const char 
                 cf_buf_printf(&known, "%s*", *p);
             }
     cf_err_set(err, CF_ERR_CONFIG, "unknown configuration \"%s\"", key);
-    /* The value of an unknown key might be a secret (a misspelt
-     * "password"), so only its length is shown when the key looks like one. */
-    if (strcasestr(key, "password") || strcasestr(key, "secret"))
+    /* The value of an unknown key might be a secret (a misspelt password
+     * key), so it is hidden when the key looks like one or its closest
+     * known key is a password. */
+    size_t klen = strlen(key);
+    bool close = best && best_d <= (klen < 6 ? 2 : klen / 3 + 1);
+    if (strcasestr(key, "pass") || strcasestr(key, "secret") || strcasestr(key, "token") ||
+        strcasestr(key, "credential") || (close && best_def->type == CF_CFG_PASSWORD))
         cf_err_detail(err, "\"%s\" (value [hidden]) is not a setting of this connector", key);
     else
         cf_err_detail(err, "\"%s\" = \"%s\" is not a setting of this connector", key, value);
-    size_t klen = strlen(key);
-    if (best && best_d <= (klen < 6 ? 2 : klen / 3 + 1))
+    if (close)
         cf_err_hint(err, "did you mean \"%s\"? allowed: %s", best, known.len ? known.data : "(none)");
     else
         cf_err_hint(err, "allowed: %s", known.len ? known.data : "(none)");
