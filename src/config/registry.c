@@ -23,7 +23,8 @@
 /* X(symbol): one line per table, in docs order. */
 #define CF_CONFIG_TABLES(X)      \
     X(cf_connector_common_table) \
-    X(cf_sink_common_table)
+    X(cf_sink_common_table)      \
+    X(cf_files_source_table)
 
 #define CF_DECLARE_WEAK(sym) extern const cf_cfg_table sym __attribute__((weak));
 CF_CONFIG_TABLES(CF_DECLARE_WEAK)

@@ -1,0 +1,19 @@
+/*
+ * plugins.c - strong references to every plugin and configuration table, so
+ * that the linker puts them into the `cdcflow` binary.
+ *
+ * The registries (src/worker/registry.c for connectors, src/config/registry.c
+ * for configuration tables) refer to plugins weakly, because a module must
+ * not depend on later modules; weak references do not pull object files out
+ * of static libraries. This table does. ADDING A PLUGIN: one line here too.
+ */
+#include "cdcflow/config.h"
+#include "cdcflow/connector.h"
+
+extern const cf_connector_plugin cf_files_source_plugin;
+extern const cf_cfg_table cf_files_source_table;
+
+const void *const cf_cli_linked_plugins[] = {
+    &cf_files_source_plugin,
+    &cf_files_source_table,
+};
