@@ -6,12 +6,14 @@
 #include "cli.h"
 
 extern const cf_command cf_cmd_version;
+extern const cf_command cf_cmd_run;
 extern const cf_command cf_cmd_cassandra;
 extern const cf_command cf_cmd_config;
 extern const cf_command cf_cmd_validate;
 
 const cf_command *const cf_commands[] = {
     &cf_cmd_version,
+    &cf_cmd_run,
     &cf_cmd_config,
     &cf_cmd_validate,
     &cf_cmd_cassandra,
