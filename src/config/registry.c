@@ -4,7 +4,8 @@
  * tests/config/test_config.c.
  *
  * ADDING YOUR TABLE: one line in CF_CONFIG_TABLES below,
- *     X(cf_files_source_table)
+ *     X(cf_files_source_table)     \
+    X(cf_stream_source_table)
  * naming the `const cf_cfg_table` your module defines (no header needed:
  * the line declares it). Order = order in the docs.
  *
@@ -24,7 +25,8 @@
 #define CF_CONFIG_TABLES(X)      \
     X(cf_connector_common_table) \
     X(cf_sink_common_table)      \
-    X(cf_files_source_table)
+    X(cf_files_source_table)     \
+    X(cf_stream_source_table)
 
 #define CF_DECLARE_WEAK(sym) extern const cf_cfg_table sym __attribute__((weak));
 CF_CONFIG_TABLES(CF_DECLARE_WEAK)
