@@ -1235,7 +1235,7 @@ void cf_avro_codec_destroy(cf_avro_codec *c) {
 static cf_code parse_doc(const char *json, size_t len, json_t **doc_out, anode ***nodes, size_t *nnodes,
                          anode **root, cf_err *err) {
     json_error_t je;
-    json_t *doc = json_loadb(json, len, JSON_DECODE_ANY, &je);
+    json_t *doc = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!doc) {
         cf_err_set(err, CF_ERR_SCHEMA, "invalid Avro schema: not JSON");
         cf_err_detail(err, "%s at line %d column %d", je.text, je.line, je.column);
@@ -1268,6 +1268,59 @@ cf_code cf_avro_schema_to_connect(const char *json, size_t len, cf_schema **out,
     return rc;
 }
 
+/* The schema as avro-c needs it: types, full names, fields, symbols, sizes, nothing else.
+ * avro-c's JSON parser rejects \u0000 (legal in a bytes default) and mishandles an empty
+ * "namespace", and it needs none of the properties or defaults anyway. */
+static json_t *min_json(const anode *n, json_t *seen) {
+    if (n->fullname && json_object_get(seen, n->fullname)) return json_string(n->fullname);
+    json_t *o;
+    switch (n->type) {
+    case AT_UNION:
+        o = json_array();
+        for (size_t i = 0; i < n->nbr; i++) json_array_append_new(o, min_json(n->br[i], seen));
+        return o;
+    case AT_RECORD: {
+        json_object_set_new(seen, n->fullname, json_true());
+        o = json_object();
+        json_object_set_new(o, "type", json_string("record"));
+        json_object_set_new(o, "name", json_string(n->fullname));
+        json_t *fs = json_array();
+        for (size_t i = 0; i < n->nfields; i++) {
+            json_t *f = json_object();
+            json_object_set_new(f, "name", json_string(n->fields[i].name));
+            json_object_set_new(f, "type", min_json(n->fields[i].type, seen));
+            json_array_append_new(fs, f);
+        }
+        json_object_set_new(o, "fields", fs);
+        return o;
+    }
+    case AT_ENUM: {
+        json_object_set_new(seen, n->fullname, json_true());
+        o = json_object();
+        json_object_set_new(o, "type", json_string("enum"));
+        json_object_set_new(o, "name", json_string(n->fullname));
+        json_t *sy = json_array();
+        for (size_t i = 0; i < n->nsym; i++) json_array_append_new(sy, json_string(n->symbols[i]));
+        json_object_set_new(o, "symbols", sy);
+        return o;
+    }
+    case AT_FIXED:
+        json_object_set_new(seen, n->fullname, json_true());
+        o = json_object();
+        json_object_set_new(o, "type", json_string("fixed"));
+        json_object_set_new(o, "name", json_string(n->fullname));
+        json_object_set_new(o, "size", json_integer((json_int_t)n->fixed_size));
+        return o;
+    case AT_ARRAY:
+    case AT_MAP:
+        o = json_object();
+        json_object_set_new(o, "type", json_string(n->type == AT_ARRAY ? "array" : "map"));
+        json_object_set_new(o, n->type == AT_ARRAY ? "items" : "values", min_json(n->items, seen));
+        return o;
+    default: return json_string(atype_names[n->type]);
+    }
+}
+
 static cf_code codec_finish(cf_avro_codec *c, cf_err *err) {
     cf_code rc = parse_doc(c->json, strlen(c->json), &c->doc, &c->nodes, &c->nnodes, &c->root, err);
     if (rc) return rc;
@@ -1275,12 +1328,20 @@ static cf_code codec_finish(cf_avro_codec *c, cf_err *err) {
         rc = to_connect(c->root, false, NULL, NULL, "", &c->schema, err);
         if (rc) return rc;
     }
-    if (avro_schema_from_json_length(c->json, strlen(c->json), &c->aschema)) {
+    json_t *seen = json_object();
+    json_t *mj = min_json(c->root, seen);
+    char *mtext = json_dumps(mj, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(mj);
+    json_decref(seen);
+    int arc = avro_schema_from_json_length(mtext, strlen(mtext), &c->aschema);
+    if (arc) {
         cf_err_set(err, CF_ERR_SCHEMA, "avro-c rejected the Avro schema");
         cf_err_detail(err, "%s", avro_strerror());
-        cf_err_where(err, "%.200s", c->json);
+        cf_err_where(err, "%.200s", mtext);
+        free(mtext);
         return CF_ERR_SCHEMA;
     }
+    free(mtext);
     c->iface = avro_generic_class_from_schema(c->aschema);
     if (!c->iface || avro_generic_value_new(c->iface, &c->value)) {
         cf_err_set(err, CF_ERR_INTERNAL, "avro-c could not make a value for the schema");
