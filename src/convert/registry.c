@@ -7,11 +7,13 @@
 extern const cf_converter_plugin cf_json_converter_plugin;
 extern const cf_converter_plugin cf_string_converter_plugin;
 extern const cf_converter_plugin cf_bytes_converter_plugin;
+extern const cf_converter_plugin cf_avro_converter_plugin;
 
 static const cf_converter_plugin *const plugins[] = {
     &cf_json_converter_plugin,
     &cf_string_converter_plugin,
     &cf_bytes_converter_plugin,
+    &cf_avro_converter_plugin,
     NULL,
 };
 
