@@ -468,6 +468,7 @@ static cf_code value_json(const cf_cql_type *t, const uint8_t *p, size_t n, cf_b
                 if (b->data[kmark] != '"') {
                     char *k = cf_xstrndup(b->data + kmark, b->len - kmark);
                     b->len = kmark;
+                    b->data[kmark] = 0;
                     json_str(b, k, strlen(k));
                     free(k);
                 }
@@ -549,7 +550,7 @@ static cf_code value_json(const cf_cql_type *t, const uint8_t *p, size_t n, cf_b
     }
 bad:
     b->len = mark;
-    b->data[mark] = 0;
+    if (b->data) b->data[mark] = 0;
     blob(b, p, n);
     return CF_ERR_SCHEMA;
 }
