@@ -654,8 +654,9 @@ static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
             free(k);
         }
         atomic_fetch_add(&a->pending, 1);
-        if (!dq_push(c->tasks[ti], t, cf_record_clone(rec), a)) {
-            /* the record clone was not queued */
+        cf_record *copy = cf_record_clone(rec);
+        if (!dq_push(c->tasks[ti], t, copy, a)) {
+            cf_record_destroy(copy);
             cf_ack_done(a, false);
             if (!atomic_load(&t->stop))
                 rc = cf_err_set(err, CF_ERR_STATE, "direct mode: sink connector %s task %d is not running",
@@ -1184,7 +1185,7 @@ static void *sink_main(void *arg) {
                 break;
             }
             atomic_fetch_add(&t->m.records_out, nrec);
-            if (direct) s.uncommitted = true;
+            s.uncommitted = true; /* records put since the last flush */
         }
         /* direct: flush when the queue ran dry or enough is waiting, so sources can commit soon */
         bool due = cf_now_us() - s.last_commit_us >= w->flush_interval_ms * 1000;

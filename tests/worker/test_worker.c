@@ -1,0 +1,707 @@
+/*
+ * test_worker.c - the connector runtime without Kafka: direct mode, record
+ * files, offsets only after acknowledgement / flush, errors.tolerance,
+ * dead letter queue headers, the offsets file.
+ *
+ * The plugins used here ("test-source", "test-sink") are defined in this
+ * file and handed to the worker through cf_worker_opts.plugins.
+ * Oracles from outside: Kafka Connect's offsets-topic format (key
+ * ["<connector>",{partition}], value {offset}, as `kafka-console-consumer
+ * --property print.key=true` shows for the FileStreamSource:
+ * ["file-source",{"filename":"/data/input.txt"}] {"position":142}), and
+ * the DLQ context header names of Connect's DeadLetterQueueReporter.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <cmocka.h>
+
+#include "cdcflow/buf.h"
+#include "cdcflow/log.h"
+#include "cdcflow/record.h"
+#include "cdcflow/worker.h"
+#include "../../src/worker/worker_internal.h"
+
+/* ---------------- test plugins ---------------- */
+
+static const cf_cfg_def src_defs[] = {
+    {"test.count", CF_CFG_INT, "100", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "records"},
+    {"test.topic", CF_CFG_STRING, "t1", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "topic"},
+    {"test.endless", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "never EOF"},
+    {"test.bad.at", CF_CFG_INT, "-1", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
+     "report this position as a bad input unit"},
+    {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
+};
+static const cf_cfg_table src_table = {"test source", "Test source", "", src_defs, NULL};
+
+typedef struct srctask {
+    cf_source_ctx *ctx;
+    int64_t next, count;
+    char topic[64];
+    bool endless;
+    int64_t bad_at;
+} srctask;
+
+static cf_value *src_partition(void) {
+    cf_value *p = cf_value_map();
+    cf_value_map_put(p, cf_value_string("src"), cf_value_string("test"));
+    return p;
+}
+
+static cf_code src_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
+    (void)err;
+    srctask *t = calloc(1, sizeof *t);
+    t->ctx = ctx;
+    t->count = cf_config_int(cfg, "test.count");
+    snprintf(t->topic, sizeof t->topic, "%s", cf_config_string(cfg, "test.topic"));
+    t->endless = cf_config_bool(cfg, "test.endless");
+    t->bad_at = cf_config_int(cfg, "test.bad.at");
+    cf_value *p = src_partition();
+    cf_value *off = cf_source_ctx_offset(ctx, p);
+    cf_value_destroy(p);
+    if (off) {
+        cf_value *pos = cf_value_map_get_str(off, "pos");
+        if (pos) t->next = pos->u.i + 1;
+        cf_value_destroy(off);
+    }
+    *task = t;
+    return CF_OK;
+}
+
+static cf_code src_poll(void *task, cf_record **out, size_t max, size_t *n, cf_err *err) {
+    srctask *t = task;
+    *n = 0;
+    while (*n < max && *n < 37 && (t->endless || t->next < t->count)) {
+        if (t->next == t->bad_at) {
+            cf_err problem;
+            cf_err_set(&problem, CF_ERR_CORRUPT, "test: unparsable unit at %lld", (long long)t->next);
+            t->next++;
+            cf_code rc = cf_source_ctx_report(t->ctx, "garbage", 7, &problem, err);
+            if (rc) return rc;
+            continue;
+        }
+        cf_record *r = cf_record_new();
+        cf_record_set_topic(r, t->topic);
+        char buf[64];
+        snprintf(buf, sizeof buf, "k%lld", (long long)t->next);
+        cf_record_set_key(r, cf_schema_primitive(CF_STRING, false), cf_value_string(buf));
+        snprintf(buf, sizeof buf, "v%lld", (long long)t->next);
+        cf_record_set_value(r, cf_schema_primitive(CF_STRING, false), cf_value_string(buf));
+        cf_value *off = cf_value_map();
+        cf_value_map_put(off, cf_value_string("pos"), cf_value_int64(t->next));
+        cf_record_set_source(r, src_partition(), off);
+        out[(*n)++] = r;
+        t->next++;
+    }
+    if (*n == 0 && !t->endless && t->next >= t->count) return CF_ERR_EOF;
+    if (t->endless && *n == 0) usleep(1000);
+    return CF_OK;
+}
+
+static void src_stop(void *task) { free(task); }
+
+static const char *const src_aliases[] = {"org.example.TestSource", NULL};
+static const cf_connector_plugin test_source = {
+    "test-source", src_aliases, CF_CONNECTOR_SOURCE, "test source", "1.0", &src_table,
+    {.source = {src_start, src_poll, NULL, src_stop}},
+};
+
+static const cf_cfg_def sink_defs[] = {
+    {"test.bad.value", CF_CFG_STRING, NULL, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "bad"},
+    {"test.flush.fail", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "x"},
+    {"test.gate", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "x"},
+    {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
+};
+static const cf_cfg_table sink_table = {"test sink", "Test sink", "", sink_defs, NULL};
+
+/* What the sinks saw (the test's own state, reset per test). */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char **pending, **durable;
+    size_t npending, ndurable;
+    int flushes;
+    bool gate_open;
+} seen = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, 0, false};
+
+static void seen_reset(void) {
+    pthread_mutex_lock(&seen.mu);
+    for (size_t i = 0; i < seen.npending; i++) free(seen.pending[i]);
+    for (size_t i = 0; i < seen.ndurable; i++) free(seen.durable[i]);
+    free(seen.pending), free(seen.durable);
+    seen.pending = seen.durable = NULL;
+    seen.npending = seen.ndurable = 0;
+    seen.flushes = 0;
+    seen.gate_open = false;
+    pthread_mutex_unlock(&seen.mu);
+}
+
+typedef struct sinktask {
+    cf_sink_ctx *ctx;
+    char *bad;
+    bool fail, gate;
+} sinktask;
+
+static cf_code sink_start(const cf_config *cfg, cf_sink_ctx *ctx, void **task, cf_err *err) {
+    (void)err;
+    sinktask *t = calloc(1, sizeof *t);
+    t->ctx = ctx;
+    const char *b = cf_config_string(cfg, "test.bad.value");
+    t->bad = b ? strdup(b) : NULL;
+    t->fail = cf_config_bool(cfg, "test.flush.fail");
+    t->gate = cf_config_bool(cfg, "test.gate");
+    *task = t;
+    return CF_OK;
+}
+
+static cf_code sink_put(void *task, cf_record *const *recs, size_t n, cf_err *err) {
+    sinktask *t = task;
+    for (size_t i = 0; i < n; i++) {
+        const cf_value *v = recs[i]->value;
+        char *s = v && v->type == CF_STRING ? strdup(v->u.s.ptr) : cf_value_debug_string(v);
+        if (t->bad && strcmp(s, t->bad) == 0) {
+            cf_err problem;
+            cf_err_set(&problem, CF_ERR_TARGET, "test sink refuses value \"%s\"", s);
+            free(s);
+            cf_code rc = cf_sink_ctx_report(t->ctx, recs[i], &problem, err);
+            if (rc) return rc;
+            continue;
+        }
+        pthread_mutex_lock(&seen.mu);
+        seen.pending = realloc(seen.pending, (seen.npending + 1) * sizeof(char *));
+        seen.pending[seen.npending++] = s;
+        pthread_mutex_unlock(&seen.mu);
+    }
+    return CF_OK;
+}
+
+static cf_code sink_flush(void *task, cf_err *err) {
+    sinktask *t = task;
+    pthread_mutex_lock(&seen.mu);
+    while (t->gate && !seen.gate_open) pthread_cond_wait(&seen.cv, &seen.mu);
+    if (t->fail && seen.npending) {
+        pthread_mutex_unlock(&seen.mu);
+        return cf_err_set(err, CF_ERR_TARGET, "test sink: flush failed");
+    }
+    seen.durable = realloc(seen.durable, (seen.ndurable + seen.npending + 1) * sizeof(char *));
+    for (size_t i = 0; i < seen.npending; i++) seen.durable[seen.ndurable++] = seen.pending[i];
+    seen.npending = 0;
+    seen.flushes++;
+    pthread_mutex_unlock(&seen.mu);
+    return CF_OK;
+}
+
+static void sink_stop(void *task) {
+    sinktask *t = task;
+    free(t->bad);
+    free(t);
+}
+
+static const cf_connector_plugin test_sink = {
+    "test-sink", NULL, CF_CONNECTOR_SINK, "test sink", "1.0", &sink_table,
+    {.sink = {sink_start, sink_put, sink_flush, sink_stop}},
+};
+
+static const cf_connector_plugin *const test_plugins[] = {&test_source, &test_sink, NULL};
+
+/* ---------------- helpers ---------------- */
+
+static char tmpdir[256];
+
+static const char *tpath(const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static cf_props *props_of(const char *first, ...) {
+    cf_props *p = cf_props_new();
+    va_list ap;
+    va_start(ap, first);
+    for (const char *k = first; k; k = va_arg(ap, const char *)) {
+        const char *v = va_arg(ap, const char *);
+        cf_props_set(p, k, v);
+    }
+    va_end(ap);
+    return p;
+}
+
+static cf_worker *new_worker(cf_props *wp, const char *input, const char *output) {
+    cf_worker_opts o = {.plugins = test_plugins, .input_file = input, .output_file = output};
+    cf_worker *w = NULL;
+    cf_err err;
+    cf_code rc = cf_worker_new(wp, &o, &w, &err);
+    if (rc) {
+        char buf[2048];
+        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
+    }
+    assert_int_equal(rc, CF_OK);
+    rc = cf_worker_start(w, &err);
+    if (rc) {
+        char buf[2048];
+        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
+    }
+    assert_int_equal(rc, CF_OK);
+    cf_props_destroy(wp);
+    return w;
+}
+
+static void add(cf_worker *w, cf_props *cp) {
+    cf_err err;
+    cf_code rc = cf_worker_add_connector(w, NULL, cp, &err);
+    if (rc) {
+        char buf[2048];
+        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
+    }
+    assert_int_equal(rc, CF_OK);
+    cf_props_destroy(cp);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    cf_buf b = CF_BUF_INIT;
+    char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) cf_buf_append(&b, tmp, n);
+    fclose(f);
+    if (!b.data) cf_buf_append_str(&b, "");
+    return cf_buf_detach(&b, NULL);
+}
+
+/* The stored offset "pos" of the test source, read from the offsets file
+ * with a fresh store (what a restarted worker would see); -1 if none. */
+static int64_t stored_pos(const char *offsets_file, const char *connector) {
+    cf_offset_store *s = NULL;
+    assert_int_equal(cf_offset_store_open_file(offsets_file, &s, NULL), CF_OK);
+    cf_value *p = src_partition();
+    cf_value *off = cf_offset_store_get(s, connector, p);
+    int64_t pos = -1;
+    if (off) pos = cf_value_map_get_str(off, "pos")->u.i;
+    cf_value_destroy(off);
+    cf_value_destroy(p);
+    cf_offset_store_destroy(s);
+    return pos;
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/cf_test_worker_XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    seen_reset();
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    assert_int_equal(system(cmd), 0);
+    seen_reset();
+    return 0;
+}
+
+/* ---------------- tests ---------------- */
+
+/* Connect's offsets topic: key ["<connector>",{partition}], value {offset}. */
+static void test_offset_format_is_connects(void **state) {
+    (void)state;
+    cf_value *p = cf_value_map();
+    cf_value_map_put(p, cf_value_string("filename"), cf_value_string("/data/input.txt"));
+    cf_value *o = cf_value_map();
+    cf_value_map_put(o, cf_value_string("position"), cf_value_int64(142));
+    char *k = cf_offset_key_json("file-source", p), *v = cf_offset_value_json(o);
+    assert_string_equal(k, "[\"file-source\",{\"filename\":\"/data/input.txt\"}]");
+    assert_string_equal(v, "{\"position\":142}");
+    /* read back: numbers come back as INT64, as JsonConverter gives them */
+    char *conn = NULL;
+    cf_value *p2 = NULL, *o2 = NULL;
+    assert_int_equal(cf_offset_key_parse(k, strlen(k), &conn, &p2, NULL), CF_OK);
+    assert_string_equal(conn, "file-source");
+    assert_true(cf_value_equal(p, p2));
+    assert_int_equal(cf_offset_value_parse(v, strlen(v), &o2, NULL), CF_OK);
+    assert_int_equal(cf_value_map_get_str(o2, "position")->type, CF_INT64);
+    assert_int_equal(cf_value_map_get_str(o2, "position")->u.i, 142);
+    /* a key written by a JDBC source connector (Confluent docs) parses too */
+    const char *jdbc = "[\"jdbc-source\",{\"protocol\":\"1\",\"table\":\"db.table\"}]";
+    cf_value *p3 = NULL;
+    char *c3 = NULL;
+    assert_int_equal(cf_offset_key_parse(jdbc, strlen(jdbc), &c3, &p3, NULL), CF_OK);
+    assert_string_equal(cf_value_map_get_str(p3, "table")->u.s.ptr, "db.table");
+    /* damaged keys are errors, not crashes */
+    cf_err err;
+    assert_int_equal(cf_offset_key_parse("{\"a\":1}", 7, NULL, NULL, &err), CF_ERR_CORRUPT);
+    assert_int_equal(cf_offset_key_parse("[\"x\"", 4, NULL, NULL, &err), CF_ERR_CORRUPT);
+    assert_int_equal(cf_offset_value_parse("[1]", 3, &o2, &err) == CF_OK ? 0 : 1, 1);
+    free(k), free(v), free(conn), free(c3);
+    cf_value_destroy(p), cf_value_destroy(o), cf_value_destroy(p2), cf_value_destroy(p3);
+    cf_value_destroy(o2);
+}
+
+static void test_offset_file_store(void **state) {
+    (void)state;
+    const char *path = tpath("offsets.json");
+    cf_offset_store *s = NULL;
+    assert_int_equal(cf_offset_store_open_file(path, &s, NULL), CF_OK); /* missing file: empty */
+    assert_int_equal(cf_offset_store_count(s), 0);
+    cf_value *p = src_partition();
+    /* the same partition map built in another key order finds the same entry */
+    cf_value *p_other = cf_value_map();
+    cf_value_map_put(p_other, cf_value_string("src"), cf_value_string("test"));
+    cf_value *o = cf_value_map();
+    cf_value_map_put(o, cf_value_string("pos"), cf_value_int64(7));
+    cf_offset_store_put(s, "c1", p, o);
+    assert_int_equal(cf_offset_store_flush(s, NULL), CF_OK);
+    struct stat st;
+    assert_int_equal(stat(tpath("offsets.json.tmp"), &st), -1); /* renamed away */
+    cf_offset_store_destroy(s);
+    assert_int_equal(stored_pos(path, "c1"), 7);
+    assert_int_equal(stored_pos(path, "c2"), -1);
+    /* the file holds Connect's key/value JSON */
+    char *text = slurp(path);
+    assert_non_null(strstr(text, "{\"key\":[\"c1\",{\"src\":\"test\"}],\"value\":{\"pos\":7}}"));
+    free(text);
+
+    /* a failed write leaves the previous file intact */
+    if (geteuid() != 0) {
+        assert_int_equal(cf_offset_store_open_file(path, &s, NULL), CF_OK);
+        cf_value_map_get_str(o, "pos")->u.i = 8;
+        cf_offset_store_put(s, "c1", p_other, o);
+        assert_int_equal(chmod(tmpdir, 0500), 0);
+        cf_err err;
+        assert_int_equal(cf_offset_store_flush(s, &err), CF_ERR_IO);
+        assert_non_null(strstr(err.message, "offsets file"));
+        assert_int_equal(chmod(tmpdir, 0700), 0);
+        assert_int_equal(stored_pos(path, "c1"), 7);
+        assert_int_equal(cf_offset_store_flush(s, NULL), CF_OK); /* still dirty: written now */
+        cf_offset_store_destroy(s);
+        assert_int_equal(stored_pos(path, "c1"), 8);
+    }
+    /* a damaged file is a clear error */
+    FILE *f = fopen(path, "w");
+    fputs("{\"offsets\": [ {\"key\": [\"c1\"", f);
+    fclose(f);
+    cf_err err;
+    assert_int_equal(cf_offset_store_open_file(path, &s, &err), CF_ERR_CORRUPT);
+    assert_non_null(strstr(err.message, "damaged"));
+    assert_true(err.hint[0] != 0);
+    cf_value_destroy(p), cf_value_destroy(p_other), cf_value_destroy(o);
+}
+
+static cf_props *worker_props(void) {
+    return props_of("offset.storage.file.filename", tpath("offsets.json"), "offset.flush.interval.ms", "50", NULL);
+}
+
+/* direct mode: every record reaches the sink, in order; the offset is stored;
+ * a second run resumes after it. */
+static void test_direct_end_to_end_and_resume(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    add(w, props_of("name", "src", "connector.class", "org.example.TestSource", "test.count", "1000", NULL));
+    cf_err err;
+    assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
+    cf_state cs, t0;
+    assert_int_equal(cf_worker_connector_state(w, "src", &cs, &t0, NULL), CF_OK);
+    assert_int_equal(t0, CF_STATE_FINISHED);
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 1000);
+    for (size_t i = 0; i < 1000; i++) {
+        char exp[32];
+        snprintf(exp, sizeof exp, "v%zu", i);
+        assert_string_equal(seen.durable[i], exp);
+    }
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 999);
+
+    /* run again: the source starts after the stored offset: nothing new */
+    seen_reset();
+    w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "1010", NULL));
+    assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 10);
+    assert_string_equal(seen.durable[0], "v1000");
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 1009);
+}
+
+typedef struct runner {
+    cf_worker *w;
+    cf_code rc;
+    cf_err err;
+    pthread_t th;
+} runner;
+
+static void *run_thread(void *arg) {
+    runner *r = arg;
+    r->rc = cf_worker_run(r->w, false, &r->err);
+    return NULL;
+}
+
+/* direct mode: while the sink cannot flush, no source offset is stored */
+static void test_offsets_only_after_sink_flush(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.gate", "true", NULL));
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "500", NULL));
+    runner r = {.w = w};
+    pthread_create(&r.th, NULL, run_thread, &r);
+    usleep(400 * 1000); /* 8 flush intervals */
+    /* the sink got records (put) but could not flush: nothing stored */
+    pthread_mutex_lock(&seen.mu);
+    size_t put = seen.npending, durable = seen.ndurable;
+    pthread_mutex_unlock(&seen.mu);
+    assert_true(put > 0);
+    assert_int_equal(durable, 0);
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), -1);
+    pthread_mutex_lock(&seen.mu);
+    seen.gate_open = true;
+    pthread_cond_broadcast(&seen.cv);
+    pthread_mutex_unlock(&seen.mu);
+    pthread_join(r.th, NULL);
+    assert_int_equal(r.rc, CF_OK);
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 500);
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 499);
+}
+
+/* a failing flush: the offset stays unstored and the run reports the failure */
+static void test_flush_failure_keeps_offsets(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.flush.fail", "true", NULL));
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "300", NULL));
+    cf_err err;
+    cf_code rc = cf_worker_run(w, true, &err);
+    assert_int_not_equal(rc, CF_OK);
+    assert_non_null(strstr(err.message, "flush failed") ? err.message : strstr(err.message, "not delivered"));
+    char *st = cf_worker_connector_status_json(w, "snk");
+    assert_non_null(strstr(st, "\"FAILED\""));
+    assert_non_null(strstr(st, "\"trace\""));
+    free(st);
+    cf_worker_destroy(w);
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), -1);
+}
+
+/* errors.tolerance=none: a bad record fails the task */
+static void test_tolerance_none_fails(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.bad.value", "v5", NULL));
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "20", NULL));
+    cf_err err;
+    assert_int_equal(cf_worker_run(w, true, &err), CF_ERR_TARGET);
+    assert_non_null(strstr(err.message, "refuses value \"v5\""));
+    assert_non_null(strstr(err.where, "stage TASK_PUT"));
+    assert_int_equal(cf_worker_error_count(w), 0);
+    cf_worker_destroy(w);
+    /* the batch with the bad record was never flushed: offset not past it */
+    int64_t pos = stored_pos(tpath("offsets.json"), "src");
+    assert_true(pos < 5);
+}
+
+/* errors.tolerance=all: skipped, logged, counted; the rest goes through */
+static void test_tolerance_all_skips(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.bad.value", "v5",
+                    "errors.tolerance", "all", "errors.log.enable", "true", "errors.log.include.messages", "true",
+                    NULL));
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "20", "test.bad.at", "7",
+                    "errors.tolerance", "all", NULL));
+    cf_err err;
+    assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
+    assert_int_equal(cf_worker_error_count(w), 2); /* v5 in the sink, position 7 in the source */
+    cf_buf m = CF_BUF_INIT;
+    cf_worker_metrics_text(w, &m);
+    assert_non_null(strstr(m.data, "cdcflow_task_errors_total{connector=\"snk\",task=\"0\",type=\"sink\"} 1\n"));
+    assert_non_null(strstr(m.data, "cdcflow_task_records_skipped_total{connector=\"src\",task=\"0\",type=\"source\"} 1\n"));
+    cf_buf_free(&m);
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 18);
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 19);
+}
+
+/* Connect's DLQ context header names (DeadLetterQueueReporter). */
+static void test_dlq_headers(void **state) {
+    (void)state;
+    cf_msg *m = cf_msg_new();
+    cf_err problem;
+    cf_err_set(&problem, CF_ERR_SCHEMA, "Converting byte[] to Kafka Connect data failed");
+    cf_err_detail(&problem, "unexpected character at byte 0");
+    cf_dlq_add_headers(m, "orders", 3, 42, "pg-sink", 1, CF_STAGE_VALUE_CONVERTER,
+                       "org.apache.kafka.connect.json.JsonConverter", &problem);
+    static const char *const expect[][2] = {
+        {"__connect.errors.topic", "orders"},
+        {"__connect.errors.partition", "3"},
+        {"__connect.errors.offset", "42"},
+        {"__connect.errors.connector.name", "pg-sink"},
+        {"__connect.errors.task.id", "1"},
+        {"__connect.errors.stage", "VALUE_CONVERTER"},
+        {"__connect.errors.class.name", "org.apache.kafka.connect.json.JsonConverter"},
+        {"__connect.errors.exception.class.name", "CF_ERR_SCHEMA"},
+        {"__connect.errors.exception.message",
+         "Converting byte[] to Kafka Connect data failed: unexpected character at byte 0"},
+    };
+    assert_int_equal(m->n_headers, 10);
+    for (size_t i = 0; i < sizeof expect / sizeof *expect; i++) {
+        assert_string_equal(m->headers[i].key, expect[i][0]);
+        assert_string_equal(m->headers[i].value, expect[i][1]);
+    }
+    assert_string_equal(m->headers[9].key, "__connect.errors.exception.stacktrace");
+    assert_non_null(strstr(m->headers[9].value, "ERROR:"));
+    assert_non_null(strstr(m->headers[9].value, "DETAIL:"));
+    /* Connect's stage names */
+    assert_string_equal(cf_stage_name(CF_STAGE_KEY_CONVERTER), "KEY_CONVERTER");
+    assert_string_equal(cf_stage_name(CF_STAGE_TRANSFORMATION), "TRANSFORMATION");
+    assert_string_equal(cf_stage_name(CF_STAGE_TASK_PUT), "TASK_PUT");
+    assert_string_equal(cf_stage_name(CF_STAGE_KAFKA_PRODUCE), "KAFKA_PRODUCE");
+    cf_msg_destroy(m);
+}
+
+/* --output then --input: a configuration tried offline, through converters */
+static void test_record_files_round_trip(void **state) {
+    (void)state;
+    const char *file = tpath("recs.jsonl");
+    cf_worker *w = new_worker(props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter",
+                                       "string", "key.converter", "string", NULL),
+                              NULL, file);
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "50", "test.topic", "orders",
+                    NULL));
+    cf_err err;
+    assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
+    cf_worker_destroy(w);
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 49);
+    char *text = slurp(file);
+    assert_non_null(text);
+    /* kcat -J envelope */
+    assert_non_null(strstr(text, "\"topic\":\"orders\""));
+    assert_non_null(strstr(text, "\"key\":\"k0\",\"payload\":\"v0\""));
+    free(text);
+
+    /* the sink reads it back, and a damaged line follows errors.tolerance */
+    FILE *f = fopen(file, "a");
+    fputs("{\"topic\":\"orders\",\"partition\":0,\"offset\": this is not json\n", f);
+    fclose(f);
+    w = new_worker(props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter", "string",
+                            "key.converter", "string", NULL),
+                   file, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "orders", "errors.tolerance", "all",
+                    NULL));
+    assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
+    assert_int_equal(cf_worker_error_count(w), 1);
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 50);
+    assert_string_equal(seen.durable[49], "v49");
+
+    seen_reset();
+    w = new_worker(props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter", "string",
+                            "key.converter", "string", NULL),
+                   file, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "orders", NULL));
+    assert_int_equal(cf_worker_run(w, true, &err), CF_ERR_CORRUPT);
+    assert_non_null(strstr(err.where, "KAFKA_CONSUME"));
+    cf_worker_destroy(w);
+}
+
+/* stop (SIGINT) while a source runs forever: exit cleanly, offsets stored */
+static void test_stop_flushes_and_commits(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.endless", "true", NULL));
+    runner r = {.w = w};
+    pthread_create(&r.th, NULL, run_thread, &r);
+    usleep(200 * 1000);
+    cf_worker_stop(w);
+    pthread_join(r.th, NULL);
+    assert_int_equal(r.rc, CF_OK);
+    cf_worker_destroy(w);
+    assert_true(seen.ndurable > 0);
+    assert_int_equal(seen.npending, 0); /* everything put was flushed */
+    /* stored offset == last durable record */
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), (int64_t)seen.ndurable - 1);
+}
+
+/* configuration errors are clear and name the problem */
+static void test_config_errors(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    cf_err err;
+    cf_props *p = props_of("name", "x", "connector.class", "no-such-thing", NULL);
+    assert_int_equal(cf_worker_add_connector(w, NULL, p, &err), CF_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.detail, "test-source"));
+    cf_props_destroy(p);
+    p = props_of("name", "x", "connector.class", "test-source", "test.count", "many", NULL);
+    assert_int_equal(cf_worker_add_connector(w, NULL, p, &err), CF_ERR_CONFIG);
+    assert_non_null(strstr(err.detail, "test.count"));
+    cf_props_destroy(p);
+    p = props_of("name", "x", "connector.class", "test-sink", NULL); /* neither topics nor topics.regex */
+    assert_int_equal(cf_worker_add_connector(w, NULL, p, &err), CF_ERR_CONFIG);
+    cf_props_destroy(p);
+    p = props_of("name", "x", "connector.class", "test-sink", "topics", "a", "errors.tolerance", "all",
+                 "errors.deadletterqueue.topic.name", "dlq", NULL);
+    assert_int_equal(cf_worker_add_connector(w, NULL, p, &err), CF_ERR_CONFIG);
+    assert_non_null(strstr(err.hint, "bootstrap.servers"));
+    cf_props_destroy(p);
+    p = props_of("name", "x", "connector.class", "test-source", NULL);
+    assert_int_equal(cf_worker_add_connector(w, NULL, p, &err), CF_OK);
+    assert_int_equal(cf_worker_add_connector(w, NULL, p, &err), CF_ERR_STATE);
+    assert_non_null(strstr(err.message, "already exists"));
+    cf_props_destroy(p);
+    cf_worker_stop(w);
+    cf_worker_run(w, false, NULL);
+    cf_worker_destroy(w);
+
+    cf_worker_opts o = {.plugins = test_plugins};
+    cf_props *wp = props_of("transport", "carrier-pigeon", NULL);
+    assert_int_equal(cf_worker_new(wp, &o, &w, &err), CF_ERR_CONFIG);
+    assert_non_null(strstr(err.detail, "transport"));
+    cf_props_destroy(wp);
+    wp = props_of("transport", "kafka", NULL);
+    assert_int_equal(cf_worker_new(wp, &o, &w, &err), CF_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "bootstrap.servers"));
+    cf_props_destroy(wp);
+}
+
+/* several tasks per sink in direct mode, several sinks per topic */
+static void test_direct_fan_out(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "snk1", "connector.class", "test-sink", "topics", "t1", "tasks.max", "3", NULL));
+    add(w, props_of("name", "snk2", "connector.class", "test-sink", "topics.regex", "t[0-9]+", NULL));
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "400", NULL));
+    cf_err err;
+    assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 800);
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 399);
+}
+
+int main(void) {
+    cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_offset_format_is_connects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offset_file_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_direct_end_to_end_and_resume, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offsets_only_after_sink_flush, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flush_failure_keeps_offsets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tolerance_none_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tolerance_all_skips, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dlq_headers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_files_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_flushes_and_commits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_direct_fan_out, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
