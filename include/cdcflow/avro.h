@@ -106,6 +106,9 @@ cf_code cf_avro_codec_decode(cf_avro_codec *c, const void *data, size_t len, cf_
  * loop. Returns the encoded length or -1. */
 int cf_avro_codec_prepare_bare(cf_avro_codec *c, const cf_value *v, cf_err *err);
 long cf_avro_codec_encode_bare(cf_avro_codec *c, void *buf, size_t cap);
+/* Baseline for benchmarks: avro-c's own read of the binary into its generic value, without
+ * our input checks or the conversion to cf_value. Returns 0 on success. */
+int cf_avro_codec_decode_bare(cf_avro_codec *c, const void *data, size_t len);
 
 /* ---------------- converter ---------------- */
 

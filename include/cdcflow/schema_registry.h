@@ -87,6 +87,9 @@ cf_code cf_sr_get_latest(cf_sr_client *c, const char *subject, int32_t *id, int3
                          cf_err *err);
 /* Put an id -> schema entry into the cache (tests, fuzzing, preloading). */
 void cf_sr_cache_put(cf_sr_client *c, int32_t id, const char *schema);
+/* Preload "schema is registered under subject with this id" (register and lookup caches and
+ * the id cache), e.g. for benchmarks and fuzzing without a registry. */
+void cf_sr_cache_put_registered(cf_sr_client *c, const char *subject, const char *schema, int32_t id);
 
 typedef struct cf_sr_status {
     bool reachable;          /* last network attempt succeeded (true before any attempt) */

@@ -1647,6 +1647,14 @@ long cf_avro_codec_encode_bare(cf_avro_codec *c, void *buf, size_t cap) {
     return rc ? -1 : n;
 }
 
+int cf_avro_codec_decode_bare(cf_avro_codec *c, const void *data, size_t len) {
+    avro_value_reset(&c->value);
+    avro_reader_t r = avro_reader_memory(data, (int64_t)len);
+    int rc = avro_value_read(r, &c->value);
+    avro_reader_free(r);
+    return rc;
+}
+
 /* ---------------- skim: check bytes against the schema ---------------- */
 
 typedef struct skim_ctx {
@@ -1776,7 +1784,7 @@ static cf_code skim(skim_ctx *k, const anode *n, int depth) {
             }
             total += (uint64_t)cnt;
             /* Elements that take no bytes could make a tiny input expand without bound. */
-            if (msz == 0 ? total > 1000000 : (uint64_t)cnt > (uint64_t)(k->end - k->p) / msz)
+            if (msz == 0 ? total > 100000 : (uint64_t)cnt > (uint64_t)(k->end - k->p) / msz)
                 return skim_fail(k, "block count larger than the data can hold");
             for (int64_t i = 0; i < cnt; i++) {
                 if (n->type == AT_MAP && (rc = skim_bytes(k))) return rc;

@@ -649,6 +649,17 @@ void cf_sr_cache_put(cf_sr_client *c, int32_t id, const char *schema) {
     pthread_mutex_unlock(&c->lock);
 }
 
+void cf_sr_cache_put_registered(cf_sr_client *c, const char *subject, const char *schema, int32_t id) {
+    cf_sr_cache_put(c, id, schema);
+    uint64_t h1, h2;
+    char *k1 = schema_key("reg", subject, schema, &h1);
+    char *k2 = schema_key("chk", subject, schema, &h2);
+    pthread_mutex_lock(&c->lock);
+    cache_put(&c->by_schema, k1, h1, NULL, id, -1);
+    cache_put(&c->by_schema, k2, h2, NULL, id, -1);
+    pthread_mutex_unlock(&c->lock);
+}
+
 cf_code cf_sr_get_by_id(cf_sr_client *c, int32_t id, char **schema, cf_err *err) {
     char idk[16];
     snprintf(idk, sizeof idk, "%d", id);
