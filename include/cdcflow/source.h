@@ -96,8 +96,10 @@ typedef struct cf_native_ops {
     /* Offset key of an object: a new MAP value of string -> string/int/long. */
     cf_value *(*partition_map)(void *self, const char *key);
     /* Block up to timeout_ms for a sign that new objects may exist (inotify
-     * for files); NULL: the poller just sleeps its backoff. */
-    void (*wait_for_change)(void *self, int timeout_ms);
+     * for files). Returns true if something changed: the next listing then
+     * starts from the beginning, since a new name may sort before the last
+     * one read. NULL: the poller just sleeps its backoff. */
+    bool (*wait_for_change)(void *self, int timeout_ms);
     void (*destroy)(void *self);
 } cf_native_ops;
 

@@ -254,19 +254,20 @@ static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_
     return !atomic_load(&t->stopping);
 }
 
-static void sleep_backoff(cf_source_task *t, int64_t ms) {
+/* Returns true when the native source saw a change. */
+static bool sleep_backoff(cf_source_task *t, int64_t ms) {
     double j = t->jitter * (((double)rand_r(&t->rng) / RAND_MAX) * 2 - 1);
     int64_t wait = (int64_t)(ms * (1 + j));
     if (wait < 1) wait = 1;
-    if (t->ops->wait_for_change) {
-        t->ops->wait_for_change(t->self, (int)wait);
-    } else {
+    if (t->ops->wait_for_change) return t->ops->wait_for_change(t->self, (int)wait);
+    {
         int64_t end = now_ms() + wait;
         while (!atomic_load(&t->stopping) && now_ms() < end) {
             struct timespec ts = {0, 20 * 1000000};
             nanosleep(&ts, NULL);
         }
     }
+    return false;
 }
 
 static void *poller(void *arg) {
@@ -334,7 +335,12 @@ static void *poller(void *arg) {
         }
         cf_native_infos_free(items, n);
         if (worked == 0 && n < 1000) {
-            sleep_backoff(t, backoff);
+            if (sleep_backoff(t, backoff)) {
+                free(after); /* something changed: list from the beginning */
+                after = NULL;
+                backoff = t->backoff_initial;
+                continue;
+            }
             backoff = backoff * 2 > t->backoff_max ? t->backoff_max : backoff * 2;
         } else {
             backoff = t->backoff_initial;

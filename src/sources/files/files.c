@@ -136,12 +136,12 @@ static cf_value *files_partition_map(void *self, const char *key) {
     return m;
 }
 
-static void files_wait(void *self, int timeout_ms) {
+static bool files_wait(void *self, int timeout_ms) {
     files_src *s = self;
     if (s->ino < 0) {
         struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
         nanosleep(&ts, NULL);
-        return;
+        return true; /* without inotify every listing starts from the beginning */
     }
     struct pollfd p = {s->ino, POLLIN, 0};
     if (poll(&p, 1, timeout_ms) > 0) {
@@ -152,7 +152,9 @@ static void files_wait(void *self, int timeout_ms) {
             struct timespec ts = {s->min_age_ms / 1000, (long)(s->min_age_ms % 1000) * 1000000};
             nanosleep(&ts, NULL);
         }
+        return true;
     }
+    return false;
 }
 
 static void files_destroy(void *self) {
