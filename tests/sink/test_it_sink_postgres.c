@@ -1,0 +1,209 @@
+/*
+ * test_it_sink_postgres.c - the CDC sink engine on a real PostgreSQL
+ * (scripts/servers start postgres; CF_TEST_PG). Fails without it.
+ *
+ * Same oracles as test_sink_sqlite.c: the generator's model of the source
+ * table, BigQuery's apply rules, Debezium's shapes. Each run uses its own
+ * schema, dropped at the end.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <libpq-fe.h>
+
+#include "cdc_drive.h"
+#include "cdc_gen.h"
+#include "cdcflow/buf.h"
+#include "cdcflow/sink.h"
+
+#define TABLE "dbserver1_public_customers"
+#define TOPIC "dbserver1.public.customers"
+
+static const char *g_conninfo;
+static char g_schema[64];
+static PGconn *g_c;
+
+static void sql(const char *s) {
+    PGresult *r = PQexec(g_c, s);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "SQL failed: %s: %s\n", s, PQerrorMessage(g_c));
+        fail();
+    }
+    PQclear(r);
+}
+
+static void fresh_schema(void) {
+    char b[256];
+    snprintf(b, sizeof b, "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", g_schema, g_schema);
+    sql(b);
+}
+
+static void opts_for(cf_sink_options *o) {
+    cf_sink_options_default(o);
+    o->target = "postgres";
+    o->pg_conninfo = g_conninfo;
+    o->pg_schema = g_schema;
+}
+
+static char **read_rows(const char *rel, size_t *n) {
+    char q[512];
+    snprintf(q, sizeof q,
+             "SELECT id, email, name, version, score, active::int, note, qty, created, tag FROM %s.\"%s\" ORDER BY id",
+             g_schema, rel);
+    PGresult *r = PQexec(g_c, q);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    *n = (size_t)PQntuples(r);
+    char **rows = calloc(*n + 1, sizeof *rows);
+    cf_buf b = CF_BUF_INIT;
+    for (size_t i = 0; i < *n; i++) {
+        cf_buf_reset(&b);
+        for (int c = 0; c < 10; c++) {
+            if (c) cf_buf_append_byte(&b, '|');
+            if (PQgetisnull(r, (int)i, c)) cf_buf_append_str(&b, "\\N");
+            else if (c == 4) cf_buf_printf(&b, "%.17g", strtod(PQgetvalue(r, (int)i, c), NULL));
+            else cf_buf_append_str(&b, PQgetvalue(r, (int)i, c));
+        }
+        rows[i] = cf_xstrdup(b.data);
+    }
+    cf_buf_free(&b);
+    PQclear(r);
+    return rows;
+}
+
+static void free_rows(char **r, size_t n) {
+    for (size_t i = 0; i < n; i++) free(r[i]);
+    free(r);
+}
+
+static size_t diff_model(const gen *g, char **rows, size_t n) {
+    size_t diffs = 0, j = 0;
+    cf_buf b = CF_BUF_INIT;
+    for (int32_t id = 0; id < g->n_keys; id++) {
+        if (!g->rows[id].present) continue;
+        gen_row_text(&g->rows[id], &b);
+        if (j >= n || strcmp(rows[j], b.data) != 0) {
+            if (diffs++ < 5)
+                fprintf(stderr, "DIFF id %d\n  source: %s\n  target: %s\n", id, b.data, j < n ? rows[j] : "(none)");
+            if (j < n && atoi(rows[j]) == id) j++;
+            continue;
+        }
+        j++;
+    }
+    if (j < n) diffs += n - j;
+    cf_buf_free(&b);
+    return diffs;
+}
+
+static void run_gen(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed,
+                    int64_t staleness) {
+    gen g;
+    gen_init(&g, seed, shape, n_keys, 4, TOPIC);
+    for (int i = 0; i < n_ops; i++) gen_step(&g);
+    fresh_schema();
+    cf_sink_options o;
+    opts_for(&o);
+    o.seq_field = seq_field;
+    o.batch_max_records = 20000;
+    o.max_staleness_s = staleness;
+    drive_stats ds;
+    cf_err e;
+    cf_err_clear(&e);
+    int rc = drive(&g, &o, &cf_sink_target_postgres, seed * 7 + 1, chaos, &ds, &e);
+    if (rc) {
+        char buf[2048];
+        fprintf(stderr, "%s\n", cf_err_format(&e, buf, sizeof buf));
+    }
+    assert_int_equal(rc, CF_OK);
+    size_t n;
+    char **rows = read_rows(TABLE, &n);
+    size_t d = diff_model(&g, rows, n);
+    fprintf(stderr, "# postgres shape %d seq %s staleness %" PRId64 ": %d ops, %zu records, delivered %" PRIu64
+            ", crashes %" PRIu64 ", rebalances %" PRIu64 ", rewinds %" PRIu64 ", rows %zu, differences %zu\n",
+            shape, seq_field ? seq_field : "offset", staleness, n_ops, g.total, ds.delivered, ds.crashes,
+            ds.rebalances, ds.rewinds, n, d);
+    assert_int_equal(d, 0);
+    free_rows(rows, n);
+    gen_free(&g);
+}
+
+static void test_gen_small(void **state) {
+    (void)state;
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        run_gen(GEN_REWRITE, NULL, 3000, 300, 1, seed, 0);
+        run_gen(GEN_REWRITE, "version", 3000, 300, 1, seed, 0);
+        run_gen(GEN_TOMBSTONE, NULL, 3000, 300, 1, seed, 0);
+        run_gen(GEN_ENVELOPE, "version", 3000, 300, 1, seed, 0);
+    }
+}
+
+static void test_gen_100k(void **state) {
+    (void)state;
+    run_gen(GEN_REWRITE, "version", 100000, 5000, 1, 42, 0);
+}
+
+/* An existing table without a primary key: fail fast with the statement. */
+static void test_no_primary_key(void **state) {
+    (void)state;
+    fresh_schema();
+    char b[512];
+    snprintf(b, sizeof b, "CREATE TABLE %s.%s (id integer, email text)", g_schema, TABLE);
+    sql(b);
+    gen g;
+    gen_init(&g, 5, GEN_REWRITE, 10, 1, TOPIC);
+    gen_insert(&g, 1, 0);
+    cf_sink_options o;
+    opts_for(&o);
+    cf_sink *s;
+    cf_err e;
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_postgres, &s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, g.recs[0], 1, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_ERR_TARGET);
+    char want[256];
+    snprintf(want, sizeof want, "run: ALTER TABLE \"%s\".\"%s\" ADD PRIMARY KEY (\"id\");", g_schema, TABLE);
+    assert_string_equal(e.hint, want);
+    cf_sink_destroy(s);
+    gen_free(&g);
+}
+
+static int setup(void **state) {
+    (void)state;
+    g_conninfo = getenv("CF_TEST_PG");
+    if (!g_conninfo || !*g_conninfo) {
+        fprintf(stderr, "CF_TEST_PG is not set: start PostgreSQL with scripts/servers start postgres and source "
+                        "the env file (scripts/servers envfile)\n");
+        return -1;
+    }
+    g_c = PQconnectdb(g_conninfo);
+    if (PQstatus(g_c) != CONNECTION_OK) {
+        fprintf(stderr, "cannot connect to CF_TEST_PG: %s\n", PQerrorMessage(g_c));
+        return -1;
+    }
+    PQclear(PQexec(g_c, "SET client_min_messages = warning"));
+    snprintf(g_schema, sizeof g_schema, "cf_sink_it_%d", (int)getpid());
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (g_c) {
+        char b[128];
+        snprintf(b, sizeof b, "DROP SCHEMA IF EXISTS %s CASCADE", g_schema);
+        PQclear(PQexec(g_c, b));
+        PQfinish(g_c);
+    }
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_primary_key),
+        cmocka_unit_test(test_gen_small),
+        cmocka_unit_test(test_gen_100k),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
