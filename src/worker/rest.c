@@ -98,6 +98,14 @@ static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status, c
     return send_json(con, status, s);
 }
 
+/* Creating or configuring: an unknown connector.class is a bad request
+ * (Connect's BadRequestException), not a missing resource. */
+static enum MHD_Result send_cf_err(struct MHD_Connection *con, const cf_err *e);
+static enum MHD_Result send_config_err(struct MHD_Connection *con, cf_err *e) {
+    if (e->code == CF_ERR_NOT_FOUND && strstr(e->message, "connector.class")) e->code = CF_ERR_CONFIG;
+    return send_cf_err(con, e);
+}
+
 static enum MHD_Result send_cf_err(struct MHD_Connection *con, const cf_err *e) {
     unsigned status = 500;
     switch (e->code) {
@@ -227,7 +235,7 @@ static enum MHD_Result route(cf_rest *r, struct MHD_Connection *con, const char 
                 goto out;
             }
             if (cf_worker_add_connector(r->w, name, props, &err)) {
-                ret = send_cf_err(con, &err);
+                ret = send_config_err(con, &err);
             } else {
                 char *info = cf_worker_connector_json(r->w, name);
                 struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(info), info, MHD_RESPMEM_MUST_FREE);
@@ -285,7 +293,7 @@ static enum MHD_Result route(cf_rest *r, struct MHD_Connection *con, const char 
             cf_code rc = created ? cf_worker_add_connector(r->w, name, props, &err)
                                  : cf_worker_update_connector(r->w, name, props, &err);
             cf_props_destroy(props);
-            if (rc) ret = send_cf_err(con, &err);
+            if (rc) ret = send_config_err(con, &err);
             else ret = send_json(con, created ? 201 : 200, cf_worker_connector_json(r->w, name));
         } else {
             ret = METHOD_NOT_ALLOWED();

@@ -194,7 +194,6 @@ struct conn {
     bool has_re;
     char *key_conv, *val_conv;
     cf_props *key_conv_props, *val_conv_props;
-    char *warned_topics; /* "\n"-joined topics with no direct sink, warned once */
     pthread_mutex_t mu;
 };
 
@@ -214,6 +213,7 @@ struct cf_worker {
     size_t n_conns, cap_conns;
     volatile sig_atomic_t stop_flag;
     atomic_bool draining; /* no source task runs any more: direct sinks end when empty */
+    atomic_bool sealed;   /* cf_worker_run began: every connector of the run is added */
     atomic_uint_fast64_t errors;
     cf_rest *rest;
     bool started;
@@ -610,39 +610,38 @@ static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
     cf_worker *w = t->c->w;
     conn *targets[64];
     size_t nt = 0;
-    pthread_mutex_lock(&w->mu);
-    for (size_t i = 0; i < w->n_conns && nt < 64; i++) {
-        conn *c = w->conns[i];
-        if (c->is_sink && c->ntasks > 0 && sink_wants_topic(c, rec->topic)) {
-            atomic_fetch_add(&c->refs, 1);
-            targets[nt++] = c;
+    bool warned = false;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        for (size_t i = 0; i < w->n_conns && nt < 64; i++) {
+            conn *c = w->conns[i];
+            if (c->is_sink && c->ntasks > 0 && sink_wants_topic(c, rec->topic)) {
+                atomic_fetch_add(&c->refs, 1);
+                targets[nt++] = c;
+            }
         }
-    }
-    pthread_mutex_unlock(&w->mu);
-    if (nt == 0) {
-        conn *c = t->c;
-        pthread_mutex_lock(&c->mu);
-        size_t tl = strlen(rec->topic ? rec->topic : "");
-        bool warned = false;
-        for (const char *p = c->warned_topics; p && *p;) {
-            const char *e = strchr(p, '\n');
-            if ((size_t)(e - p) == tl && strncmp(p, rec->topic ? rec->topic : "", tl) == 0) warned = true;
-            p = e + 1;
+        pthread_mutex_unlock(&w->mu);
+        if (nt) break;
+        /* No sink for this topic. Never drop: while connectors may still be
+         * added (REST, or the run not yet begun) wait; otherwise it is a
+         * configuration error. */
+        if (!w->want_rest && atomic_load(&w->sealed)) {
+            cf_err_set(err, CF_ERR_CONFIG, "direct mode: no sink connector subscribes to topic \"%s\"",
+                       rec->topic ? rec->topic : "");
+            cf_err_detail(err, "connector %s produced a record for it", t->c->name);
+            cf_err_hint(err, "Add the topic to a sink's \"topics\" (or \"topics.regex\"), or run with "
+                             "transport=kafka or --output FILE.");
+            return CF_ERR_CONFIG;
         }
-        if (!warned) {
-            cf_buf b = CF_BUF_INIT;
-            if (c->warned_topics) cf_buf_append_str(&b, c->warned_topics);
-            cf_buf_printf(&b, "%s\n", rec->topic ? rec->topic : "");
-            free(c->warned_topics);
-            c->warned_topics = cf_buf_detach(&b, NULL);
-            CF_WARN(COMP,
-                    "direct mode: no sink connector subscribes to topic \"%s\" (records of connector %s "
-                    "for it are counted as delivered and not kept); add it to a sink's \"topics\"",
-                    rec->topic ? rec->topic : "", c->name);
+        if (atomic_load(&t->stop)) {
+            atomic_store(&a->failed, true); /* not delivered: the offset is not stored */
+            return CF_OK;
         }
-        pthread_mutex_unlock(&c->mu);
-        atomic_fetch_add(&t->m.skipped, 1);
-        return CF_OK;
+        if (!warned)
+            CF_WARN(COMP, "direct mode: no sink connector subscribes to topic \"%s\" yet; connector %s waits",
+                    rec->topic ? rec->topic : "", t->c->name);
+        warned = true;
+        sleep_ms(50);
     }
     cf_code rc = CF_OK;
     for (size_t i = 0; i < nt; i++) {
@@ -1231,7 +1230,6 @@ static void conn_free(conn *c) {
     free(c->dlq_topic);
     free(c->key_conv);
     free(c->val_conv);
-    free(c->warned_topics);
     cf_props_destroy(c->key_conv_props);
     cf_props_destroy(c->val_conv_props);
     cf_props_destroy(c->props);
@@ -1452,6 +1450,7 @@ cf_code cf_worker_new(const cf_props *worker_props, const cf_worker_opts *opts, 
     w->cfg = cfg;
     pthread_mutex_init(&w->mu, NULL);
     atomic_init(&w->draining, false);
+    atomic_init(&w->sealed, false);
     atomic_init(&w->errors, 0);
     const char *bs = cf_config_string(cfg, "bootstrap.servers");
     const char *tr = cf_config_string(cfg, "transport");
@@ -1616,6 +1615,7 @@ static bool terminal(int st) { return st == CF_STATE_FINISHED || st == CF_STATE_
 
 cf_code cf_worker_run(cf_worker *w, bool stop_on_failure, cf_err *err) {
     cf_code rc = CF_OK;
+    atomic_store(&w->sealed, true);
     for (;;) {
         if (w->stop_flag) {
             CF_INFO(COMP, "stop requested: stopping the tasks (flush, commit)");
@@ -1880,7 +1880,7 @@ static const mdef mdefs[] = {
     {"cdcflow_task_errors_total", "counter", "Records that failed in a stage (converter, transform, put).",
      MOFF(errors), false},
     {"cdcflow_task_records_skipped_total", "counter",
-     "Records skipped by errors.tolerance=all (or with no direct sink).", MOFF(skipped), false},
+     "Records skipped by errors.tolerance=all.", MOFF(skipped), false},
     {"cdcflow_task_deadletterqueue_produce_total", "counter", "Records written to the dead letter queue.",
      MOFF(dlq), false},
     {"cdcflow_task_offset_commits_total", "counter", "Successful offset commits.", MOFF(commits), false},

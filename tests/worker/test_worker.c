@@ -687,6 +687,20 @@ static void test_direct_fan_out(void **state) {
     assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 399);
 }
 
+/* direct mode: a topic no sink reads is an error, never a silent drop */
+static void test_direct_topic_without_sink(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(worker_props(), NULL, NULL);
+    add(w, props_of("name", "src", "connector.class", "test-source", "test.topic", "lonely", NULL));
+    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    cf_err err;
+    assert_int_equal(cf_worker_run(w, true, &err), CF_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "no sink connector subscribes to topic \"lonely\""));
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 0);
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), -1);
+}
+
 int main(void) {
     cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
     const struct CMUnitTest tests[] = {
@@ -702,6 +716,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_stop_flushes_and_commits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_fan_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_direct_topic_without_sink, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
