@@ -440,6 +440,9 @@ static void skip_damage(cf_cass_segment *s, int64_t off, int64_t flen, cf_err *e
 
 static cf_code decompress(cf_cass_segment *s, const uint8_t *src, size_t n, uint8_t *dst, size_t ulen,
                           int64_t off, cf_err *err) {
+    /* An empty section: DeflateCompressor writes no bytes at all for empty
+     * input (Deflater.needsInput()), and its uncompress returns 0 for them. */
+    if (ulen == 0 && (n == 0 || s->info.compression == CF_CASS_COMP_DEFLATE)) return CF_OK;
     switch (s->info.compression) {
     case CF_CASS_COMP_LZ4: {
         if (n < 4) return corrupt(s, off, err, "LZ4 block shorter than its 4-byte length");

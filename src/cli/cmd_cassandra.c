@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cdcflow/buf.h"
 #include "cdcflow/cassandra_log.h"
@@ -276,6 +277,31 @@ static int collect(char **paths, int n, seg_path **out, size_t *n_out) {
             }
             if (d) closedir(d);
             qsort(v + first, k - first, sizeof *v, cmp_seg);
+            /* cdc_raw: Cassandra hard-links every new segment there and writes
+             * <segment>_cdc.idx once it holds synced CDC data; a segment without
+             * an index in a directory that has indexes holds no CDC data (yet). */
+            bool any_idx = false;
+            for (size_t j = first; j < k && !any_idx; j++) {
+                char *ip = cf_cass_cdc_idx_path(v[j].path);
+                any_idx = access(ip, F_OK) == 0;
+                free(ip);
+            }
+            if (any_idx) {
+                size_t w = first;
+                for (size_t j = first; j < k; j++) {
+                    char *ip = cf_cass_cdc_idx_path(v[j].path);
+                    bool has = access(ip, F_OK) == 0;
+                    free(ip);
+                    if (has) {
+                        v[w++] = v[j];
+                    } else {
+                        CF_INFO(COMP, "%s: no cdc index beside it in a cdc_raw directory: skipped (no CDC data yet)",
+                                v[j].path);
+                        free(v[j].path);
+                    }
+                }
+                k = w;
+            }
         } else {
             if (k == cap) v = cf_xrealloc(v, (cap *= 2) * sizeof *v);
             v[k].path = cf_xstrdup(paths[i]);
