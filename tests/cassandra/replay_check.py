@@ -187,6 +187,22 @@ def main():
                     elif old is None or (new[0], new[1]) > (old[0], old[1]):
                         row["cells"][k] = new
     failures = 0
+    # tokens: Cassandra's token(pk) for every partition key it knows
+    tokens = {}
+    for l in open(case + "/tokens.jsonl"):
+        if l.strip():
+            tk = jload(l)
+            tokens[(tk["table"], json.dumps(tk["key"], sort_keys=True))] = tk["token"]
+    ntok = 0
+    for line in open(dump):
+        ev = jload(line)
+        want = tokens.get((ev["table"], json.dumps(ev["key"], sort_keys=True)))
+        if want is not None:
+            ntok += 1
+            if want != ev["token"]:
+                print("%s %s: token %s, Cassandra says %s" % (ev["table"], ev["key"], ev["token"], want))
+                failures += 1
+    print("tokens: %d partition updates checked against token(pk)" % ntok)
     for t, info in tables.items():
         expected = [jload(l) for l in open("%s/expected/%s.jsonl" % (case, t)) if l.strip()]
         cols = info["cols"]
