@@ -134,8 +134,9 @@ typedef struct cf_sink_options {
     size_t batch_max_records;      /* buffered records that force an apply (0: 100000) */
 } cf_sink_options;
 
-/* Fill the defaults (sqlite, auto-create on, new fields on, sanitize on,
- * offset sequence, staleness 0, retention two days, mediation on). */
+/* Fill the defaults (sqlite, auto-create on, new fields on, topics
+ * sanitized, field names as they are, offset sequence, staleness 0,
+ * retention two days, mediation on). */
 void cf_sink_options_default(cf_sink_options *o);
 
 /* ---------------- tables (what targets see) ---------------- */

@@ -26,7 +26,8 @@
     X(cf_connector_common_table) \
     X(cf_sink_common_table)      \
     X(cf_files_source_table)     \
-    X(cf_stream_source_table)
+    X(cf_stream_source_table)    \
+    X(cf_sink_config_table)
 
 #define CF_DECLARE_WEAK(sym) extern const cf_cfg_table sym __attribute__((weak));
 CF_CONFIG_TABLES(CF_DECLARE_WEAK)

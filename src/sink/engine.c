@@ -89,7 +89,7 @@ void cf_sink_options_default(cf_sink_options *o) {
     o->auto_create_tables = true;
     o->allow_new_fields = true;
     o->sanitize_topics = true;
-    o->sanitize_field_names = true;
+    o->sanitize_field_names = false; /* kcbq's default */
     o->delete_retention_s = 172800;
     o->mediate_schema_updates = true;
     o->batch_max_records = 100000;

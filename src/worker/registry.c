@@ -28,7 +28,8 @@
 /* X(symbol): one line per connector plugin. */
 #define CF_CONNECTOR_PLUGINS(X) \
     X(cf_files_source_plugin)         \
-    X(cf_stream_source_plugin)
+    X(cf_stream_source_plugin)         \
+    X(cf_connector_cdc_sink)
 
 #define CF_DECLARE_WEAK(sym) extern const cf_connector_plugin sym __attribute__((weak));
 CF_CONNECTOR_PLUGINS(CF_DECLARE_WEAK)
