@@ -63,11 +63,12 @@ void cf_reader_close(cf_reader *r);
 typedef enum cf_input_format {
     CF_FORMAT_BYTES = 0,
     CF_FORMAT_CSV,
-    CF_FORMAT_JSONL
+    CF_FORMAT_JSONL,
+    CF_FORMAT_ENVELOPE /* record files (kcat -J JSON lines): full-envelope restore */
 } cf_input_format;
 
-/* "bytes", "csv", "jsonl" (case-insensitive), as input.format. ("avro" is
- * recognised and reported as not supported by this extractor set.) */
+/* "bytes", "csv", "jsonl", "envelope" (case-insensitive), as input.format.
+ * ("avro" is recognised and reported as not supported yet.) */
 cf_code cf_input_format_parse(const char *s, cf_input_format *out, cf_err *err);
 
 /* Where a record came from. Resume position after this record = end. */
@@ -102,6 +103,11 @@ cf_code cf_extractor_new(cf_input_format f, const cf_props *opts, cf_reader *r, 
  * can continue; CF_ERR_IO: the stream failed, do not continue). */
 cf_code cf_extractor_next(cf_extractor *x, cf_schema **schema, cf_value **value, cf_extract_pos *pos, cf_err *err);
 void cf_extractor_destroy(cf_extractor *x);
+/* Envelope format only: the whole message of the record last returned
+ * (topic, partition, timestamp, key, value, headers as bytes); the value
+ * returned by cf_extractor_next is its value as BYTES. Valid until the next
+ * call. NULL for other formats. */
+const struct cf_msg *cf_extractor_envelope(const cf_extractor *x);
 
 #ifdef __cplusplus
 }

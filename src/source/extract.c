@@ -13,6 +13,7 @@
 
 #include "cdcflow/buf.h"
 #include "cdcflow/convert.h"
+#include "cdcflow/recordfile.h"
 #include "cdcflow/source_extract.h"
 
 #define WINDOW_INIT (256 * 1024)
@@ -39,19 +40,21 @@ struct cf_extractor {
     size_t fcap;
     /* jsonl */
     cf_converter *json;
+    /* envelope */
+    cf_msg *msg;
 };
 
 cf_code cf_input_format_parse(const char *s, cf_input_format *out, cf_err *err) {
-    static const char *names[] = {"bytes", "csv", "jsonl"};
-    for (int i = 0; i < 3; i++)
+    static const char *names[] = {"bytes", "csv", "jsonl", "envelope"};
+    for (int i = 0; i < 4; i++)
         if (s && strcasecmp(s, names[i]) == 0) return *out = (cf_input_format)i, CF_OK;
     if (s && strcasecmp(s, "avro") == 0) {
         cf_err_set(err, CF_ERR_UNSUPPORTED, "input.format \"avro\" is not supported by this extractor set yet");
-        cf_err_hint(err, "Use bytes, csv or jsonl.");
+        cf_err_hint(err, "Use bytes, csv, jsonl or envelope.");
         return CF_ERR_UNSUPPORTED;
     }
     cf_err_set(err, CF_ERR_CONFIG, "invalid input.format \"%s\"", s ? s : "");
-    cf_err_hint(err, "Use one of: bytes, csv, jsonl.");
+    cf_err_hint(err, "Use one of: bytes, csv, jsonl, envelope.");
     return CF_ERR_CONFIG;
 }
 
@@ -245,6 +248,8 @@ cf_code cf_extractor_new(cf_input_format f, const cf_props *opts, cf_reader *r, 
             goto fail;
         }
         x->chunk = (size_t)v;
+    } else if (f == CF_FORMAT_ENVELOPE) {
+        x->msg = cf_msg_new();
     } else if (f == CF_FORMAT_JSONL) {
         cf_props *jp = cf_props_new();
         cf_props_set(jp, "schemas.enable", "false");
@@ -324,6 +329,7 @@ void cf_extractor_destroy(cf_extractor *x) {
     free(x->fstart);
     free(x->flen);
     cf_converter_destroy(x->json);
+    cf_msg_destroy(x->msg);
     free(x);
 }
 
@@ -372,11 +378,21 @@ static cf_code next_jsonl(cf_extractor *x, cf_schema **schema, cf_value **value,
         pos->start = start;
         pos->end = x->base + x->off;
         pos->end_line = x->line;
-        cf_code rc = cf_converter_to_connect(x->json, NULL, line, l, schema, value, err);
+        cf_code rc;
+        if (x->fmt == CF_FORMAT_ENVELOPE) {
+            rc = cf_recordfile_parse(line, l, x->msg, err);
+            if (!rc) {
+                *schema = cf_schema_primitive(CF_BYTES, true);
+                *value = x->msg->value ? cf_value_bytes(x->msg->value, x->msg->value_len) : NULL;
+            }
+        } else {
+            rc = cf_converter_to_connect(x->json, NULL, line, l, schema, value, err);
+        }
         if (rc) {
             if (err) {
                 char msg[sizeof err->message];
-                snprintf(msg, sizeof msg, "invalid JSON line in \"%s\": %s", cf_reader_name(x->r), err->message);
+                snprintf(msg, sizeof msg, "invalid %s line in \"%s\": %s",
+                         x->fmt == CF_FORMAT_ENVELOPE ? "record file" : "JSON", cf_reader_name(x->r), err->message);
                 memcpy(err->message, msg, sizeof msg);
             }
             cf_err_where(err, "%s: line %llu, byte %llu", cf_reader_name(x->r), (unsigned long long)lineno,
@@ -413,8 +429,11 @@ cf_code cf_extractor_next(cf_extractor *x, cf_schema **schema, cf_value **value,
     if (!pos) pos = &dummy;
     switch (x->fmt) {
     case CF_FORMAT_BYTES: return next_bytes(x, schema, value, pos, err);
-    case CF_FORMAT_JSONL: return next_jsonl(x, schema, value, pos, err);
+    case CF_FORMAT_JSONL:
+    case CF_FORMAT_ENVELOPE: return next_jsonl(x, schema, value, pos, err);
     case CF_FORMAT_CSV: return next_csv(x, schema, value, pos, err);
     }
     return cf_err_set(err, CF_ERR_INTERNAL, "unknown input format %d", (int)x->fmt);
 }
+
+const cf_msg *cf_extractor_envelope(const cf_extractor *x) { return x->fmt == CF_FORMAT_ENVELOPE ? x->msg : NULL; }

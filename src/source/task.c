@@ -29,7 +29,7 @@
 
 #define COMP "source"
 
-const char *const cf_source_formats[] = {"bytes", "csv", "jsonl", NULL};
+const char *const cf_source_formats[] = {"bytes", "csv", "jsonl", "envelope", NULL};
 const char *const cf_source_compressions[] = {"none", "gzip", "snappy", "zstd", NULL};
 const char *const cf_source_distributions[] = {"object_hash", "partition", NULL};
 
@@ -171,12 +171,24 @@ static bool mine(cf_source_task *t, const char *key, const cf_name_match *m) {
 }
 
 static cf_record *make_record(cf_source_task *t, const cf_native_info *info, const cf_name_match *m, cf_schema *s,
-                              cf_value *v) {
+                              cf_value *v, const cf_msg *env) {
     cf_record *r = cf_record_new();
+    cf_record_set_value(r, s, v);
+    if (env) {
+        /* full-envelope restore: everything as it was written */
+        cf_record_set_topic(r, t->topic ? t->topic : env->topic);
+        r->partition = env->partition;
+        r->timestamp = env->timestamp;
+        r->ts_type = env->ts_type;
+        cf_record_set_key(r, cf_schema_primitive(CF_BYTES, true), env->key ? cf_value_bytes(env->key, env->key_len) : NULL);
+        for (size_t i = 0; i < env->n_headers; i++)
+            cf_record_add_header(r, env->headers[i].key, cf_schema_primitive(CF_BYTES, true),
+                                 env->headers[i].value ? cf_value_bytes(env->headers[i].value, env->headers[i].value_len) : NULL);
+        return r;
+    }
     cf_record_set_topic(r, t->topic ? t->topic : m->topic);
     r->partition = m->has_partition ? m->partition : CF_PARTITION_ANY;
     cf_record_set_key(r, cf_schema_primitive(CF_STRING, true), cf_value_string(info->key));
-    cf_record_set_value(r, s, v);
     return r;
 }
 
@@ -223,7 +235,7 @@ static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_
         }
         if (rc == CF_OK) {
             atomic_fetch_add(&t->st_records, 1);
-            pending = make_record(t, info, m, s, v);
+            pending = make_record(t, info, m, s, v, cf_extractor_envelope(x));
             pend_e = *e;
         } else if (rc == CF_ERR_INVALID) {
             atomic_fetch_add(&t->st_bad, 1);
@@ -297,7 +309,7 @@ static void *poller(void *arg) {
             after = cf_xstrdup(info->key);
             cf_name_match m;
             if (!cf_name_template_match(t->tmpl, info->key, &m)) continue;
-            if (!t->topic && !m.has_topic) continue;
+            if (!t->topic && !m.has_topic && t->fmt != CF_FORMAT_ENVELOPE) continue;
             if (!mine(t, info->key, &m)) continue;
             cf_offset_entry e;
             seen_entry *se = seen_find(&t->seen, info->key, false);
@@ -366,7 +378,7 @@ cf_code cf_source_task_new(const cf_config *cfg, cf_source_ctx *ctx, void *self,
         (rc = cf_compression_parse(cf_config_string(cfg, "file.compression.type"), &t->comp, err)) ||
         (rc = cf_name_template_new(cf_config_string(cfg, "file.name.template"), &t->tmpl, err)))
         goto fail;
-    if (!t->topic && !strstr(cf_config_string(cfg, "file.name.template"), "{{topic}}")) {
+    if (!t->topic && t->fmt != CF_FORMAT_ENVELOPE && !strstr(cf_config_string(cfg, "file.name.template"), "{{topic}}")) {
         rc = cf_err_set(err, CF_ERR_CONFIG, "no topic: set \"topic\" or put {{topic}} in file.name.template");
         goto fail;
     }
