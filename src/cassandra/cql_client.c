@@ -159,7 +159,7 @@ typedef struct rd {
 } rd;
 
 static bool need(rd *r, size_t n) {
-    if (r->bad || r->len - r->pos < n) {
+    if (r->bad || r->pos > r->len || r->len - r->pos < n) {
         r->bad = true;
         return false;
     }
