@@ -111,9 +111,9 @@ static void compare_case(const char *kase) {
 
 static void test_ddl_equals_system_schema(void **state) {
     (void)state;
-    compare_case("v8-plain");
-    compare_case("v7-plain");
-    compare_case("v7-lz4");
+    const char *cases[] = {"v7-plain",  "v8-plain",   "v7-lz4",     "v8-lz4",  "v7-snappy",
+                           "v8-snappy", "v7-deflate", "v8-deflate", "v7-zstd", "v8-zstd"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) compare_case(cases[i]);
 }
 
 static void test_fixture_model(void **state) {
