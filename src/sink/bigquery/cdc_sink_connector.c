@@ -43,6 +43,14 @@ cf_code cf_sink_target_find(const char *name, const cf_sink_target **out, cf_err
 
 static const char *const targets[] = {"sqlite", "postgres", "postgresql", "bigquery", NULL};
 
+/* The configuration check itself refuses bigquery, so `cdcflow validate`
+ * and `cdcflow run` report it as a configuration error (exit 2). */
+static cf_code target_validator(const char *key, const char *value, cf_err *err) {
+    const cf_sink_target *t;
+    (void)key;
+    return cf_sink_target_find(value, &t, err);
+}
+
 static cf_code cdc_enabled_validator(const char *key, const char *value, cf_err *err) {
     if (strcasecmp(value, "true") == 0) return CF_OK;
     cf_err_set(err, CF_ERR_CONFIG, "invalid value for configuration \"%s\": %s", key, value);
@@ -66,7 +74,7 @@ static cf_code seq_field_validator(const char *key, const char *value, cf_err *e
     {name, type, def, nullable, valid, range, lo, hi, val, imp, group, doc}
 
 static const cf_cfg_def sink_defs[] = {
-    D("target", CF_CFG_STRING, "sqlite", false, targets, false, 0, 0, NULL, CF_IMPORTANCE_HIGH, "Target",
+    D("target", CF_CFG_STRING, "sqlite", false, targets, false, 0, 0, target_validator, CF_IMPORTANCE_HIGH, "Target",
       "Where rows go: `sqlite` (one database file, the default), `postgres` (libpq), `bigquery` (not built yet: "
       "a configuration error)."),
     D("sqlite.path", CF_CFG_STRING, "cdcflow.db", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH, "Target",
