@@ -525,10 +525,80 @@ cf_code cf_cass_mutation_first_table_id(const uint8_t *p, size_t len, uint8_t id
     return CF_OK;
 }
 
+/* Decode the update at c (table id + body) into the next slot of m.
+ * CF_ERR_NOT_FOUND (table unknown, c is past the id), CF_ERR_SCHEMA (unknown
+ * column in every version), CF_OK (check c->bad for damage). */
+static cf_code decode_one(cf_cass_decoder *d, cur *c, cf_cass_mutation *m, uint8_t id[16], cf_err *err) {
+    size_t start = (size_t)(c->p - c->base);
+    if (!need(c, 16, "table id")) return CF_OK;
+    memcpy(id, c->p, 16);
+    c->p += 16;
+    const cf_cass_table *t = d->schema ? cf_cass_schema_table_by_id(d->schema, id) : NULL;
+    if (!t) return CF_ERR_NOT_FOUND;
+    /* Try the newest definition, then older ones if a column is unknown
+     * (segments written before an ALTER TABLE ... ADD/DROP). */
+    cf_cass_table *const *versions = NULL;
+    size_t nv = cf_cass_schema_table_versions(d->schema, id, &versions);
+    const uint8_t *body = c->p;
+    cf_code rc = CF_OK;
+    cf_cass_update *u = &m->updates[m->n_updates];
+    for (size_t v = 0;; v++) {
+        memset(u, 0, sizeof *u);
+        memcpy(u->table_id, id, 16);
+        u->byte_offset = start;
+        d->table = v == 0 ? t : versions[nv - 1 - v];
+        if (v > 0 && d->table == t) continue;
+        u->table = d->table;
+        c->p = body;
+        rc = decode_update_body(d, c, u, err);
+        if (rc != CF_ERR_SCHEMA || v + 1 >= nv) break;
+    }
+    if (rc) {
+        char ids[37];
+        cf_cass_uuid_format(id, ids);
+        cf_err_detail(err, "table %s.%s (id %s), %zu update(s) of %zu decoded before it", t->keyspace, t->name, ids,
+                      m->n_updates, m->n_declared);
+        cf_err_where(err, "mutation byte %zu", start);
+        return rc;
+    }
+    if (!c->bad) m->n_updates++;
+    return CF_OK;
+}
+
+/* After the update of an unknown table (whose length is unknown): look for a
+ * later known table id from which the remaining updates decode exactly to the
+ * end of the mutation. A batch that mixes a CDC table with one missing from
+ * the schema thereby keeps its decodable updates. Returns the number of
+ * updates recovered (0: nothing found, m unchanged). */
+static size_t recover(cf_cass_decoder *d, const uint8_t *p, size_t len, size_t from, cf_cass_mutation *m,
+                      size_t *at) {
+    if (!d->schema || cf_cass_schema_table_count(d->schema) == 0) return 0;
+    for (size_t off = from; off + 16 < len; off++) {
+        if (!cf_cass_schema_table_by_id(d->schema, p + off)) continue;
+        size_t saved = m->n_updates;
+        cur c = {p, p + off, p + len, false, NULL, 0};
+        bool ok = true;
+        while (c.p < c.end) {
+            uint8_t id[16];
+            if (m->n_updates >= m->n_declared || decode_one(d, &c, m, id, NULL) != CF_OK || c.bad) {
+                ok = false;
+                break;
+            }
+        }
+        if (ok && c.p == c.end && m->n_updates > saved) {
+            *at = off;
+            return m->n_updates - saved;
+        }
+        m->n_updates = saved;
+    }
+    return 0;
+}
+
 cf_code cf_cass_decode_mutation(cf_cass_decoder *d, const uint8_t *p, size_t len, int messaging_version,
                                 cf_cass_mutation **out, uint8_t unknown_id[16], cf_err *err) {
     cf_arena_reset(d->arena);
     d->mv = messaging_version;
+    d->table = NULL;
     cf_cass_mutation *m = cf_arena_alloc(d->arena, sizeof *m);
     memset(m, 0, sizeof *m);
     *out = m;
@@ -540,55 +610,34 @@ cf_code cf_cass_decode_mutation(cf_cass_decoder *d, const uint8_t *p, size_t len
     m->n_declared = n;
     for (uint32_t i = 0; i < n && !c.bad; i++) {
         size_t start = (size_t)(c.p - c.base);
-        if (!need(&c, 16, "table id")) break;
         uint8_t id[16];
-        memcpy(id, c.p, 16);
-        c.p += 16;
-        const cf_cass_table *t = d->schema ? cf_cass_schema_table_by_id(d->schema, id) : NULL;
-        char ids[37];
-        cf_cass_uuid_format(id, ids);
-        if (!t) {
+        cf_code rc = decode_one(d, &c, m, id, err);
+        if (rc == CF_ERR_NOT_FOUND) {
+            char ids[37];
+            cf_cass_uuid_format(id, ids);
             if (unknown_id) memcpy(unknown_id, id, 16);
-            if (i == 0) {
+            size_t before = m->n_updates, at = 0;
+            size_t got = n - i > 1 ? recover(d, p, len, (size_t)(c.p - c.base), m, &at) : 0;
+            if (i == 0 && got == 0) {
                 cf_err_set(err, CF_ERR_NOT_FOUND, "mutation for unknown table id %s skipped", ids);
                 cf_err_hint(err, "Load the schema of every table that shares the commit log (all user tables).");
                 return CF_ERR_NOT_FOUND;
             }
-            cf_err_set(err, CF_ERR_SCHEMA,
-                       "mutation mixes known and unknown tables: update %u of %u is for unknown table id %s", i + 1, n,
-                       ids);
-            cf_err_detail(err, "%u update(s) decoded; the update for %s and the %u after it cannot be decoded "
-                               "(updates have no length prefix)",
-                          i, ids, n - i - 1);
+            cf_err_set(err, CF_ERR_SCHEMA, "mutation mixes known tables and unknown table id %s (update %u of %u)", ids,
+                       i + 1, n);
+            if (got)
+                cf_err_detail(err, "%zu update(s) decoded before it and %zu recovered after it (from mutation byte %zu); "
+                                   "the update(s) of the unknown table are lost",
+                              before, got, at);
+            else
+                cf_err_detail(err, "%zu update(s) decoded; the update for %s and the %u after it cannot be decoded "
+                                   "(updates have no length prefix)",
+                              before, ids, n - i - 1);
             cf_err_hint(err, "Load the schema of every table that can share a batch with a CDC table.");
             cf_err_where(err, "mutation byte %zu", start);
             return CF_ERR_SCHEMA;
         }
-        /* Try the newest definition, then older ones if a column is unknown
-         * (segments written before an ALTER TABLE ... ADD/DROP). */
-        cf_cass_table *const *versions = NULL;
-        size_t nv = cf_cass_schema_table_versions(d->schema, id, &versions);
-        const uint8_t *body = c.p;
-        cf_code rc = CF_OK;
-        cf_cass_update *u = &m->updates[m->n_updates];
-        for (size_t v = 0;; v++) {
-            memset(u, 0, sizeof *u);
-            memcpy(u->table_id, id, 16);
-            u->byte_offset = start;
-            d->table = v == 0 ? t : versions[nv - 1 - v];
-            if (v > 0 && d->table == t) continue;
-            u->table = d->table;
-            c.p = body;
-            rc = decode_update_body(d, &c, u, err);
-            if (rc != CF_ERR_SCHEMA || v + 1 >= nv) break;
-        }
-        if (rc) {
-            cf_err_detail(err, "table %s.%s (id %s), %zu update(s) of %u decoded before it", t->keyspace, t->name, ids,
-                          m->n_updates, n);
-            cf_err_where(err, "mutation byte %zu", start);
-            return rc;
-        }
-        if (!c.bad) m->n_updates++;
+        if (rc) return rc;
     }
     if (!c.bad && c.p != c.end) fail(&c, "bytes left after the last update");
     if (c.bad) {

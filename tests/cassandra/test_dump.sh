@@ -42,6 +42,16 @@ for dir in "$DATA"/v7-* "$DATA"/v8-*; do
   fi
 done
 
+# a batch mixing a table of the schema (simple) with one left out (plain, cdc=false):
+# reported (exit 3), and the update of the known table is still printed
+python3 -c "import re,sys; s=open(sys.argv[1]).read(); print(re.sub(r'CREATE TABLE cdcks\.plain \(.*?;\n', '', s, flags=re.S))" \
+  "$DATA/v7-plain/schema.cql" >"$tmp/noplain.cql"
+"$CLI" cassandra dump --schema "$tmp/noplain.cql" "$DATA/v7-plain/cdc_raw" >"$tmp/np.jsonl" 2>"$tmp/np.err"
+check "mixed batch: exit 3" "[[ $? -eq 3 ]]"
+check "mixed batch: reported" "grep -q 'mutation mixes known tables and unknown table id' '$tmp/np.err'"
+check "mixed batch: the known update is kept" \
+  "grep -q '\"table\": \"simple\".*\"key\": {\"k\": \"both\"}.*\"v\": {\"value\": 10' '$tmp/np.jsonl'"
+
 # legacy CommitLogUpgradeTest data
 "$CLI" cassandra dump --schema "$DATA/legacy_standard1_40.cql" --stats "$LEGACY/4.0.11-encrypted" >"$tmp/l40" 2>"$tmp/l40.err"
 check "legacy 4.0.11: exit 0" "[[ $? -eq 0 ]]"
