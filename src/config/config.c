@@ -404,8 +404,10 @@ static bool passes_prefix(const cf_cfg_table *const *tables, size_t n, const cha
     return false;
 }
 
+/* Fills err (fixed-size, may truncate the list of allowed keys) and appends
+ * the complete problem line to line. */
 static void unknown_key(const cf_cfg_table *const *tables, size_t n, const char *key, const char *value,
-                        cf_err *err) {
+                        cf_err *err, cf_buf *line) {
     const char *best = NULL;
     const cf_cfg_def *best_def = NULL;
     size_t best_d = (size_t)-1;
@@ -441,6 +443,9 @@ static void unknown_key(const cf_cfg_table *const *tables, size_t n, const char 
     else
         cf_err_hint(err, "allowed: %s", known.len ? known.data : "(none)");
     cf_err_where(err, "%s", key);
+    cf_buf_printf(line, "%s: %s; %s; ", key, err->message, err->detail);
+    if (close) cf_buf_printf(line, "did you mean \"%s\"? ", best);
+    cf_buf_printf(line, "allowed: %s\n", known.len ? known.data : "(none)");
     cf_buf_free(&known);
 }
 
@@ -493,8 +498,8 @@ cf_code cf_config_parse(const cf_cfg_table *const *tables, size_t n, const cf_pr
     for (size_t i = 0; i < cf_props_count(c->props); i++) {
         const char *k = cf_props_key_at(c->props, i);
         if (find_def(tables, n, k) || passes_prefix(tables, n, k)) continue;
-        unknown_key(tables, n, k, cf_props_value_at(c->props, i), &e);
-        PROBLEM();
+        unknown_key(tables, n, k, cf_props_value_at(c->props, i), &e, &pb);
+        if (n_problems++ == 0) first = e;
     }
     /* then every definition, in table order; the first table defining a
      * key wins (a connector's table may refine a common key) */

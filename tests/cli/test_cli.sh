@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# test_cli.sh - the command line as a user meets it: help, version, exit codes
+# (0 ok, 2 usage/config error), `validate` on good and bad files, and
+# `<command> --help` for every command listed by `cdcflow --help`.
+set -uo pipefail
+CLI=${CF_CLI:?CF_CLI must point to the cdcflow binary}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# run CMD...: sets $out (stdout+stderr) and $rc
+run() { out=$("$@" 2>&1); rc=$?; }
+expect_rc() { [[ $rc -eq $1 ]] || fail "$2: exit $rc, expected $1; output:"$'\n'"$out"; }
+expect_out() { grep -qF -- "$1" <<<"$out" || fail "$2: output lacks \"$1\"; output:"$'\n'"$out"; }
+
+# ---- help, version, unknown commands ----
+run "$CLI" --help;            expect_rc 0 "--help"; expect_out "Usage: cdcflow" "--help"; expect_out "validate" "--help"
+run "$CLI" -h;                expect_rc 0 "-h"
+run "$CLI" version;           expect_rc 0 "version"; expect_out "cdcflow " "version"; expect_out "librdkafka" "version"
+run "$CLI" --version;         expect_rc 0 "--version"
+run "$CLI" no-such-command;   expect_rc 2 "unknown command"; expect_out 'unknown command "no-such-command"' "unknown command"
+run "$CLI";                   expect_rc 2 "no command"
+run "$CLI" --bogus-option;    expect_rc 2 "unknown global option"
+
+# ---- every command's --help: exit 0 and a usage line ----
+cmds=$("$CLI" --help | awk '/^Commands:/{on=1; next} on && /^  [a-z]/{print $1} on && /^$/{on=0}')
+[[ -n $cmds ]] || fail "no commands parsed from --help"
+for c in $cmds; do
+  run "$CLI" "$c" --help; expect_rc 0 "$c --help"; expect_out "Usage: cdcflow $c" "$c --help"
+  run "$CLI" "$c" -h;     expect_rc 0 "$c -h"
+done
+
+# ---- config ----
+run "$CLI" config;            expect_rc 2 "config without subcommand"
+run "$CLI" config nope;       expect_rc 2 "config nope"
+run "$CLI" config docs;       expect_rc 0 "config docs"; expect_out "# Configuration reference" "config docs"
+expect_out '#### `tasks.max`' "config docs"
+
+# ---- validate: good files ----
+mkdir -p "$T/in"
+cat > "$T/good.properties" <<PROPS
+# a files source, as Kafka Connect's connect-file-source.properties is written
+name = files-1
+connector.class: files
+tasks.max 2
+files.path=$T/in
+errors.tolerance=ALL
+transforms=route
+transforms.route.type=org.apache.kafka.connect.transforms.RegexRouter
+PROPS
+cat > "$T/good.json" <<JSON
+{"name": "files-2", "config": {"connector.class": "files", "files.path": "$T/in", "tasks.max": 1,
+ "errors.log.enable": true}}
+JSON
+run "$CLI" validate "$T/good.properties"; expect_rc 0 "validate good.properties"; expect_out "$T/good.properties: OK" "validate good.properties"
+run "$CLI" validate "$T/good.json";       expect_rc 0 "validate good.json"; expect_out 'OK (connector "files-2"' "validate good.json"
+run "$CLI" validate "$T/good.properties" "$T/good.json"; expect_rc 0 "validate two good files"
+
+# ---- validate: bad files (every problem, with file:line) ----
+cat > "$T/bad.properties" <<PROPS
+name=files-3
+connector.class=files
+files.path=$T/in
+taks.max=2
+errors.tolerance=sometimes
+tasks.max=0
+PROPS
+run "$CLI" validate "$T/bad.properties"; expect_rc 2 "validate bad.properties"
+expect_out "$T/bad.properties: INVALID (3 problems)" "bad.properties"
+expect_out "$T/bad.properties:4: taks.max: unknown configuration \"taks.max\"" "bad.properties typo"
+expect_out 'did you mean "tasks.max"' "bad.properties typo hint"
+expect_out "$T/bad.properties:5: errors.tolerance: " "bad.properties enum"
+expect_out "none, all" "bad.properties enum values"
+expect_out "$T/bad.properties:6: tasks.max: " "bad.properties range"
+expect_out "Value must be at least 1" "bad.properties range"
+
+printf '{"name": "x", "config": {"files.path": "/tmp"}}\n' > "$T/noclass.json"
+run "$CLI" validate "$T/noclass.json"; expect_rc 2 "missing connector.class"
+expect_out 'missing required configuration "connector.class"' "missing connector.class"
+expect_out "known connectors: " "missing connector.class"; expect_out "files (source)" "missing connector.class"
+
+printf 'name=x\nconnector.class=com.example.Nope\nwhatever=1\n' > "$T/unknown.properties"
+run "$CLI" validate "$T/unknown.properties"; expect_rc 2 "unknown connector.class"
+expect_out "$T/unknown.properties:2: connector.class: unknown connector \"com.example.Nope\"" "unknown class"
+expect_out "files (source)" "unknown class lists connectors"
+grep -qF "whatever" <<<"$out" && fail "unknown class: other keys must not be reported as unknown"
+
+printf '{"name": "x",\n "config": {"connector.class": "files",}}\n' > "$T/broken.json"
+run "$CLI" validate "$T/broken.json"; expect_rc 2 "broken JSON"; expect_out "$T/broken.json:2:" "broken JSON names line"
+
+printf 'name=x\nconnector.class=files\nbad=\\u12\n' > "$T/escape.properties"
+run "$CLI" validate "$T/escape.properties"; expect_rc 2 "bad escape"; expect_out "$T/escape.properties:3" "bad escape line"
+
+run "$CLI" validate "$T/good.json" "$T/bad.properties"; expect_rc 2 "good + bad"
+expect_out "1 of 2 file(s) invalid" "good + bad summary"
+run "$CLI" validate "$T/does-not-exist.json"; expect_rc 2 "missing file"; expect_out "cannot open" "missing file"
+run "$CLI" validate;                          expect_rc 2 "validate without files"
+
+if (( fails )); then echo "$fails failure(s)"; exit 1; fi
+echo "all CLI checks passed"
