@@ -132,7 +132,7 @@ static void test_unreachable_registry(void **state) {
     cf_props *p = cf_props_new();
     cf_props_set(p, "schema.registry.url", "http://127.0.0.1:1");
     cf_props_set(p, "schema.registry.retries", "1");
-    cf_props_set(p, "schema.registry.retry.backoff.ms", "10");
+    cf_props_set(p, "schema.registry.retry.backoff.ms", "2000"); /* long enough for valgrind */
     cf_props_set(p, "schema.registry.retry.backoff.max.ms", "60000");
     cf_sr_config cfg;
     cf_sr_config_init(&cfg);
