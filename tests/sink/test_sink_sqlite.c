@@ -370,6 +370,330 @@ static void test_gen_100k(void **state) {
     run_gen(GEN_REWRITE, NULL, 100000, 5000, 1, 43);
 }
 
+
+/* ---------------- tables, schema changes, errors ---------------- */
+
+static int sq_exec(const char *sql, char *out, size_t outsz) {
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(g_path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (out) out[0] = 0;
+    if (rc == SQLITE_OK) {
+        size_t k = 0;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            for (int i = 0; i < sqlite3_column_count(st); i++) {
+                const char *t = (const char *)sqlite3_column_text(st, i);
+                if (out) k += (size_t)snprintf(out + k, outsz - k, "%s%s", i ? "|" : (k ? ";" : ""), t ? t : "NULL");
+            }
+        }
+        rc = rc == SQLITE_DONE ? 0 : rc;
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return rc;
+}
+
+static cf_record *mk(cf_schema *ks, cf_schema *vs, int32_t id, int64_t off, const char *field, cf_value *fv) {
+    cf_record *r = cf_record_new();
+    cf_record_set_topic(r, "shop.orders");
+    cf_value *k = cf_value_struct(cf_schema_ref(ks));
+    cf_value_struct_set(k, "id", cf_value_int32(id), NULL);
+    cf_record_set_key(r, cf_schema_ref(ks), k);
+    if (vs) {
+        cf_value *v = cf_value_struct(cf_schema_ref(vs));
+        cf_value_struct_set(v, "id", cf_value_int32(id), NULL);
+        if (field) cf_value_struct_set(v, field, fv, NULL);
+        cf_record_set_value(r, cf_schema_ref(vs), v);
+    }
+    r->partition = 0, r->offset = off;
+    return r;
+}
+
+static cf_schema *key_schema(void) {
+    cf_schema *k = cf_schema_new_struct();
+    cf_schema_add_field(k, "id", cf_schema_primitive(CF_INT32, false), NULL);
+    return k;
+}
+
+static void test_schema_evolution(void **state) {
+    (void)state;
+    fresh_db("evo");
+    cf_sink_options o;
+    opts_for(&o);
+    cf_sink *s;
+    cf_err e;
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    cf_schema *ks = key_schema();
+    cf_schema *v1 = cf_schema_new_struct();
+    cf_schema_add_field(v1, "id", cf_schema_primitive(CF_INT32, false), NULL);
+    cf_schema_add_field(v1, "qty", cf_schema_primitive(CF_INT16, false), NULL);
+    cf_schema_add_field(v1, "__op", cf_schema_primitive(CF_STRING, true), NULL); /* add.fields: dropped */
+    cf_record *r1 = mk(ks, v1, 1, 0, "qty", cf_value_int16(5));
+    assert_int_equal(cf_sink_put(s, &r1, 1, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    /* v2: qty widened to int32, a new field price (decimal), a date */
+    cf_schema *v2 = cf_schema_new_struct();
+    cf_schema_add_field(v2, "id", cf_schema_primitive(CF_INT32, false), NULL);
+    cf_schema_add_field(v2, "qty", cf_schema_primitive(CF_INT16, false), NULL);
+    cf_schema *dec = cf_schema_decimal(2);
+    cf_schema_set_optional(dec, true);
+    cf_schema_add_field(v2, "price", dec, NULL);
+    cf_schema *day = cf_schema_date();
+    cf_schema_set_optional(day, true);
+    cf_schema_add_field(v2, "day", day, NULL);
+    uint8_t *ub;
+    size_t ul;
+    assert_int_equal(cf_decimal_from_string("-12.30", 2, &ub, &ul, NULL), CF_OK);
+    cf_record *r2 = mk(ks, v2, 2, 1, "price", cf_value_bytes_take(ub, ul));
+    cf_value_struct_set(r2->value, "qty", cf_value_int16(7), NULL);
+    cf_value_struct_set(r2->value, "day", cf_value_int32(19844), NULL); /* 2024-05-01 (Python: (date(2024,5,1) - date(1970,1,1)).days) */
+    assert_int_equal(cf_sink_put(s, &r2, 1, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    char out[512];
+    assert_int_equal(sq_exec("SELECT group_concat(name || ':' || type, ',') FROM pragma_table_info('shop_orders')", out,
+                             sizeof out), 0);
+    assert_string_equal(out, "id:INTEGER,qty:INTEGER,_change_sequence_number:TEXT,price:TEXT,day:DATE");
+    assert_int_equal(sq_exec("SELECT id, qty, coalesce(price, 'NULL'), coalesce(day, 'NULL') FROM shop_orders ORDER BY id",
+                             out, sizeof out), 0);
+    assert_string_equal(out, "1|5|NULL|NULL;2|7|-12.30|2024-05-01");
+    /* v3: qty becomes a string: refused, clearly */
+    cf_schema *v3 = cf_schema_new_struct();
+    cf_schema_add_field(v3, "id", cf_schema_primitive(CF_INT32, false), NULL);
+    cf_schema_add_field(v3, "qty", cf_schema_primitive(CF_STRING, false), NULL);
+    cf_record *r3 = mk(ks, v3, 3, 2, "qty", cf_value_string("many"));
+    assert_int_equal(cf_sink_put(s, &r3, 1, &e), CF_ERR_SCHEMA);
+    assert_non_null(strstr(e.message, "incompatible schema change"));
+    assert_string_equal(e.where, "shop.orders/0@2: qty");
+    /* a different key: refused */
+    cf_schema *k2 = cf_schema_new_struct();
+    cf_schema_add_field(k2, "order_no", cf_schema_primitive(CF_INT64, false), NULL);
+    cf_record *r4 = cf_record_new();
+    cf_record_set_topic(r4, "shop.orders");
+    cf_value *kv = cf_value_struct(cf_schema_ref(k2));
+    cf_value_struct_set(kv, "order_no", cf_value_int64(1), NULL);
+    cf_record_set_key(r4, cf_schema_ref(k2), kv);
+    r4->offset = 3;
+    assert_int_equal(cf_sink_put(s, &r4, 1, &e), CF_ERR_SCHEMA);
+    assert_non_null(strstr(e.message, "do not match the primary key"));
+    /* a null key: refused with a hint */
+    cf_record *r5 = cf_record_clone(r1);
+    cf_record_set_key(r5, NULL, NULL);
+    assert_int_equal(cf_sink_put(s, &r5, 1, &e), CF_ERR_SCHEMA);
+    assert_non_null(strstr(e.hint, "primary key"));
+    cf_sink_destroy(s);
+    cf_record_destroy(r1), cf_record_destroy(r2), cf_record_destroy(r3), cf_record_destroy(r4), cf_record_destroy(r5);
+    cf_schema_unref(ks), cf_schema_unref(k2), cf_schema_unref(v1), cf_schema_unref(v2), cf_schema_unref(v3);
+}
+
+static void test_existing_table_without_key(void **state) {
+    (void)state;
+    fresh_db("nokey");
+    assert_int_equal(sq_exec("CREATE TABLE shop_orders (id INTEGER, qty INTEGER)", NULL, 0), 0);
+    cf_sink_options o;
+    opts_for(&o);
+    cf_sink *s;
+    cf_err e;
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    cf_schema *ks = key_schema();
+    cf_schema *v = cf_schema_new_struct();
+    cf_schema_add_field(v, "id", cf_schema_primitive(CF_INT32, false), NULL);
+    cf_schema_add_field(v, "qty", cf_schema_primitive(CF_INT32, true), NULL);
+    cf_record *r = mk(ks, v, 1, 0, "qty", cf_value_int32(1));
+    assert_int_equal(cf_sink_put(s, &r, 1, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_ERR_TARGET);
+    assert_string_equal(e.hint, "run: CREATE UNIQUE INDEX \"shop_orders_pkey\" ON \"shop_orders\" (\"id\");");
+    cf_sink_destroy(s);
+    /* the statement from the hint fixes it */
+    assert_int_equal(sq_exec("CREATE UNIQUE INDEX \"shop_orders_pkey\" ON \"shop_orders\" (\"id\")", NULL, 0), 0);
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, &r, 1, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    cf_sink_destroy(s);
+    /* the table's sequence format is fixed: switching to a field is refused */
+    o.seq_field = "qty";
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, &r, 1, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_ERR_CONFIG);
+    assert_non_null(strstr(e.message, "1 section(s); this connector writes 2"));
+    cf_sink_destroy(s);
+    cf_record_destroy(r);
+    cf_schema_unref(ks), cf_schema_unref(v);
+}
+
+typedef struct rep_state {
+    int n;
+    char last[256];
+} rep_state;
+
+static cf_code tolerate(void *ud, const cf_record *rec, const cf_err *problem, cf_err *err) {
+    (void)rec, (void)err;
+    rep_state *r = ud;
+    r->n++;
+    snprintf(r->last, sizeof r->last, "%s @ %s", problem->message, problem->where);
+    return CF_OK;
+}
+
+/* seq field mode: tombstones skipped and counted; a delete without the field
+ * (tombstone-mode null value) goes to the reporter; replayed old tombstones
+ * never delete a re-inserted row. */
+static void test_seq_field_mode(void **state) {
+    (void)state;
+    gen g;
+    gen_init(&g, 9, GEN_TOMBSTONE, 10, 1, TOPIC);
+    gen_insert(&g, 1, 0);
+    gen_delete(&g, 1); /* null value with schema + tombstone */
+    fresh_db("seqf");
+    cf_sink_options o;
+    opts_for(&o);
+    o.seq_field = "version";
+    cf_sink *s;
+    cf_err e;
+    rep_state rs = {0, ""};
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    cf_sink_set_reporter(s, tolerate, &rs);
+    assert_int_equal(cf_sink_put(s, g.recs[0], g.n_recs[0], &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    assert_int_equal(rs.n, 1);
+    assert_non_null(strstr(rs.last, "no value for the sequence field \"version\" @ dbserver1.public.customers/0@1"));
+    cf_sink_stats st;
+    cf_sink_get_stats(s, &st);
+    assert_int_equal(st.skipped_tombstones, 1);
+    assert_int_equal(st.bad_records, 1);
+    cf_sink_destroy(s);
+    gen_free(&g);
+
+    /* rewrite mode: delete, re-insert with the same version, then a replay
+     * of the old delete and tombstone: the row stays */
+    gen_init(&g, 10, GEN_REWRITE, 10, 1, TOPIC);
+    gen_insert(&g, 1, 0);
+    gen_delete(&g, 1);
+    gen_insert(&g, 1, 1);
+    fresh_db("seqf");
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, g.recs[0], g.n_recs[0], &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, g.recs[0] + 1, 2, &e), CF_OK); /* old delete + tombstone again */
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    cf_sink_destroy(s);
+    size_t n;
+    char **rows = read_rows(TABLE, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(diff_model(&g, rows, n), 0);
+    free_rows(rows, n);
+    gen_free(&g);
+}
+
+/* Deletes: a late older upsert after a delete does not resurrect the row
+ * while the tombstone is kept; after the retention it is purged. */
+static void test_tombstone_retention(void **state) {
+    (void)state;
+    gen g;
+    gen_init(&g, 11, GEN_REWRITE, 10, 1, TOPIC);
+    gen_insert(&g, 1, 0);   /* offset 0 */
+    gen_update(&g, 1, 0, 0); /* 1 */
+    gen_delete(&g, 1);       /* 2, 3 */
+    fresh_db("tomb");
+    cf_sink_options o;
+    opts_for(&o);
+    cf_sink *s;
+    cf_err e;
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, g.recs[0] + 2, 2, &e), CF_OK); /* the delete arrives first */
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, g.recs[0], 2, &e), CF_OK); /* then the older upserts */
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    cf_sink_destroy(s);
+    char out[256];
+    assert_int_equal(sq_exec("SELECT count(*) FROM " TABLE, out, sizeof out), 0);
+    assert_string_equal(out, "0");
+    assert_int_equal(sq_exec("SELECT id, _change_sequence_number FROM _cdc_tombstones_" TABLE, out, sizeof out), 0);
+    assert_string_equal(out, "1|0000000000000003");
+    /* retention 0: the next flush purges it (purges run at most once a minute
+     * per table and engine; a new engine purges at its first flush) */
+    o.delete_retention_s = -1;
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, g.recs[0] + 3, 1, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    cf_sink_destroy(s);
+    assert_int_equal(sq_exec("SELECT count(*) FROM _cdc_tombstones_" TABLE, out, sizeof out), 0);
+    assert_string_equal(out, "0");
+    gen_free(&g);
+}
+
+/* tableMaxStaleness: a flush stages; the table is unchanged until the
+ * background apply; the _fresh view shows the merged state at once. */
+static void test_staleness(void **state) {
+    (void)state;
+    gen g;
+    gen_init(&g, 12, GEN_REWRITE, 50, 1, TOPIC);
+    for (int i = 0; i < 400; i++) gen_step(&g);
+    fresh_db("stale");
+    cf_sink_options o;
+    opts_for(&o);
+    o.max_staleness_s = 1;
+    cf_sink *s;
+    cf_err e;
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &s, &e), CF_OK);
+    size_t half = g.n_recs[0] / 2;
+    assert_int_equal(cf_sink_put(s, g.recs[0], half, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    assert_int_equal(cf_sink_put(s, g.recs[0] + half, g.n_recs[0] - half, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    /* fresh view == source model, table not yet (nothing applied within 1 s
+     * of the first flush is allowed, so only the view is checked now) */
+    size_t n;
+    char **rows = read_rows(TABLE "_fresh", &n);
+    assert_non_null(rows);
+    assert_int_equal(diff_model(&g, rows, n), 0);
+    free_rows(rows, n);
+    char out[64];
+    /* the background apply runs at least every second */
+    for (int i = 0; i < 50; i++) {
+        usleep(100000);
+        sq_exec("SELECT count(*) FROM _cdc_staged_" TABLE, out, sizeof out);
+        if (strcmp(out, "0") == 0) break;
+    }
+    assert_string_equal(out, "0");
+    cf_sink_stats st;
+    cf_sink_get_stats(s, &st);
+    assert_true(st.background_applies >= 1);
+    rows = read_rows(TABLE, &n);
+    assert_int_equal(diff_model(&g, rows, n), 0);
+    free_rows(rows, n);
+    cf_sink_destroy(s);
+    gen_free(&g);
+}
+
+/* Two tasks adding the same new column at the same time (mediated). */
+static void test_concurrent_schema_updates(void **state) {
+    (void)state;
+    fresh_db("conc");
+    cf_sink_options o;
+    opts_for(&o);
+    cf_sink *a, *b;
+    cf_err e;
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &a, &e), CF_OK);
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_sqlite, &b, &e), CF_OK);
+    cf_schema *ks = key_schema();
+    cf_schema *v = cf_schema_new_struct();
+    cf_schema_add_field(v, "id", cf_schema_primitive(CF_INT32, false), NULL);
+    cf_schema_add_field(v, "extra", cf_schema_primitive(CF_STRING, true), NULL);
+    cf_record *r1 = mk(ks, v, 1, 0, "extra", cf_value_string("a"));
+    cf_record *r2 = mk(ks, v, 2, 0, "extra", cf_value_string("b"));
+    r2->partition = 1;
+    assert_int_equal(cf_sink_put(a, &r1, 1, &e), CF_OK);
+    assert_int_equal(cf_sink_put(b, &r2, 1, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(a, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(b, &e), CF_OK);
+    char out[128];
+    assert_int_equal(sq_exec("SELECT id, extra FROM shop_orders ORDER BY id", out, sizeof out), 0);
+    assert_string_equal(out, "1|a;2|b");
+    cf_sink_destroy(a), cf_sink_destroy(b);
+    cf_record_destroy(r1), cf_record_destroy(r2);
+    cf_schema_unref(ks), cf_schema_unref(v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seq_bigquery_examples),
@@ -377,11 +701,17 @@ int main(void) {
         cmocka_unit_test(test_sanitize),
         cmocka_unit_test(test_route_shapes),
         cmocka_unit_test(test_seed32),
+        cmocka_unit_test(test_schema_evolution),
+        cmocka_unit_test(test_existing_table_without_key),
+        cmocka_unit_test(test_seq_field_mode),
+        cmocka_unit_test(test_tombstone_retention),
+        cmocka_unit_test(test_staleness),
+        cmocka_unit_test(test_concurrent_schema_updates),
         cmocka_unit_test(test_gen_small_all_shapes),
         cmocka_unit_test(test_gen_100k),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
-    fresh_db("seed32");
-    fresh_db("gen");
+    const char *tags[] = {"seed32", "gen", "evo", "nokey", "seqf", "tomb", "stale", "conc"};
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) fresh_db(tags[i]);
     return r;
 }
