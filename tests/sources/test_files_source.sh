@@ -63,13 +63,13 @@ python3 - "$T/in/big.csv" <<'P'
 import sys
 with open(sys.argv[1], "w") as f:
     f.write("id,name\n")
-    for i in range(100000, 300000):
+    for i in range(100000, 160000):
         f.write(f"{i},row {i}\n")
 P
 "$CLI" run --worker "$T/worker.properties" --output "$T/out3.jsonl" "$T/src.json" 2>>"$T/log" &
 pid=$!
 for i in $(seq 1 400); do
-  [[ -f "$T/out3.jsonl" && $(wc -l < "$T/out3.jsonl") -ge 50000 ]] && break
+  [[ -f "$T/out3.jsonl" && $(wc -l < "$T/out3.jsonl") -ge 20000 ]] && break
   sleep 0.02
 done
 kill -9 $pid; wait $pid 2>/dev/null || true
@@ -77,7 +77,7 @@ kill -9 $pid; wait $pid 2>/dev/null || true
 "$CLI" run --worker "$T/worker.properties" --output "$T/out4.jsonl" "$T/src.json" 2>>"$T/log" &
 pid=$!
 for i in $(seq 1 1200); do
-  grep -q '299999' "$T/out4.jsonl" 2>/dev/null && break
+  grep -q '159999' "$T/out4.jsonl" 2>/dev/null && break
   sleep 0.1
 done
 sleep 0.3; kill -TERM $pid; wait $pid || fail "exit code $?"
@@ -94,7 +94,7 @@ for name in ("out3.jsonl", "out4.jsonl"):
                 ids.append(int(v["id"]))
     except FileNotFoundError:
         pass
-want = set(range(100000, 300000))
+want = set(range(100000, 160000))
 got = collections.Counter(ids)
 missing = want - set(got)
 assert not missing, f"{len(missing)} rows missing, e.g. {sorted(missing)[:5]}"
