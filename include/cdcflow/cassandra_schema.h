@@ -306,8 +306,10 @@ void cf_cass_schema_remove_table(cf_cass_schema *s, const char *keyspace, const 
  *   COMPACT STORAGE, cdc = true; all other WITH options are accepted and
  *   ignored), ALTER TABLE ... ADD / DROP [USING TIMESTAMP t] (how DESCRIBE
  *   WITH INTERNALS reports dropped columns), USE, and comments (--, //, block).
- *   CREATE INDEX / CUSTOM INDEX / FUNCTION / AGGREGATE / MATERIALIZED VIEW /
- *   TRIGGER / ROLE statements are skipped whole (views are not decoded yet).
+ *   CREATE MATERIALIZED VIEW (columns typed from the base table, is_view set;
+ *   its id is the view's table id). CREATE INDEX / CUSTOM INDEX / FUNCTION /
+ *   AGGREGATE / TRIGGER / ROLE, GRANT/REVOKE and ALTER KEYSPACE are skipped
+ *   whole: they do not change how rows are written.
  * `name` is used in error locations ("schema.cql:12:5"). Statements before
  * an error stay in s. Errors: CF_ERR_INVALID with line:column in `where`,
  * CF_ERR_NOT_FOUND for an unknown UDT, CF_ERR_SCHEMA for contradictions. */

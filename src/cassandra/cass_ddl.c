@@ -612,6 +612,135 @@ out:
     return rc;
 }
 
+/* ---- CREATE MATERIALIZED VIEW ----
+ * As ViewMetadata prints it:
+ *   CREATE MATERIALIZED VIEW ks.v AS SELECT a, b | * FROM ks.base
+ *   WHERE ... PRIMARY KEY (...) WITH ID = ... AND CLUSTERING ORDER BY (...)
+ * Column types come from the base table; selected columns outside the view's
+ * primary key are its regular columns. */
+
+static cf_code create_view(ddl *d) {
+    if (accept_kw(d, "IF")) {
+        cf_code rc = expect_kw(d, "NOT", "after IF");
+        if (!rc) rc = expect_kw(d, "EXISTS", "after IF NOT");
+        if (rc) return rc;
+    }
+    ws(d);
+    size_t stmt_pos = d->lx.pos;
+    char *ks = NULL, *name = NULL, *bks = NULL, *bname = NULL;
+    char **sel = NULL;
+    size_t n_sel = 0;
+    bool all = false;
+    tabledef td = {0};
+    cf_cass_table *t = NULL;
+    char **order = NULL;
+    bool *desc = NULL;
+    size_t n_order = 0;
+    cf_code rc = qualified(d, &ks, &name, "view");
+    if (!rc) rc = expect_kw(d, "AS", "after the view name");
+    if (!rc) rc = expect_kw(d, "SELECT", "after AS");
+    if (!rc) {
+        if (accept_ch(d, '*')) all = true;
+        else
+            do {
+                char *c = NULL;
+                rc = ident(d, &c);
+                if (!rc) push_name(&sel, &n_sel, c);
+            } while (!rc && accept_ch(d, ','));
+    }
+    if (!rc) rc = expect_kw(d, "FROM", "after the selected columns");
+    ws(d);
+    size_t base_pos = d->lx.pos;
+    if (!rc) rc = qualified(d, &bks, &bname, "base table");
+    if (rc) goto out;
+    /* the WHERE clause only filters rows: skip to PRIMARY KEY */
+    if (accept_kw(d, "WHERE"))
+        while (!at_end(d) && !peek_kw(d, "PRIMARY")) {
+            if (peek_ch(d, '\'') || peek_ch(d, '"')) {
+                rc = skip_term(d);
+                if (rc) goto out;
+            } else if (peek_ch(d, ';')) {
+                break;
+            } else {
+                d->lx.pos++;
+            }
+        }
+    rc = expect_kw(d, "PRIMARY", "in CREATE MATERIALIZED VIEW");
+    if (!rc) rc = expect_kw(d, "KEY", "after PRIMARY");
+    if (!rc) rc = primary_key_clause(d, &td);
+    t = cf_cass_table_new(ks, name);
+    t->is_view = true;
+    if (!rc && accept_kw(d, "WITH")) rc = table_options(d, t, &order, &desc, &n_order);
+    if (!rc) rc = end_statement(d, "CREATE MATERIALIZED VIEW");
+    if (rc) goto out;
+    size_t end_pos = d->lx.pos;
+    const cf_cass_table *base = cf_cass_schema_table_by_name(d->s, bks, bname);
+    if (!base) {
+        d->lx.pos = base_pos;
+        rc = fail(d, CF_ERR_NOT_FOUND, "materialized view %s.%s: unknown base table %s.%s", ks, name, bks, bname);
+        cf_err_hint(d->err, "the CREATE TABLE of the base table must come first");
+        goto out;
+    }
+    for (size_t i = 0; i < td.n_pk + td.n_ck && !rc; i++) {
+        bool is_pk = i < td.n_pk;
+        const char *cn = is_pk ? td.pk[i] : td.ck[i - td.n_pk];
+        const cf_cass_column *bc = cf_cass_table_column(base, cn);
+        if (!bc) {
+            d->lx.pos = stmt_pos;
+            rc = fail(d, CF_ERR_SCHEMA, "view %s.%s: primary key column \"%s\" is not in %s.%s", ks, name, cn, bks,
+                      bname);
+            break;
+        }
+        bool rev = false;
+        if (!is_pk)
+            for (size_t k = 0; k < n_order; k++)
+                if (strcmp(order[k], cn) == 0) rev = desc[k];
+        rc = cf_cass_table_add_column(t, cn, cf_cql_type_clone(bc->type),
+                                      is_pk ? CF_CASS_PARTITION_KEY : CF_CASS_CLUSTERING,
+                                      is_pk ? (int32_t)i : (int32_t)(i - td.n_pk), rev, d->err);
+    }
+    /* regular columns: the selection (or every base column) minus the key */
+    size_t nb = all ? cf_cass_table_column_count(base) : n_sel;
+    for (size_t i = 0; i < nb && !rc; i++) {
+        const cf_cass_column *bc;
+        if (all) {
+            size_t k = i;
+            const cf_cass_column *arrs[4] = {base->partition_key, base->clustering, base->statics, base->regular};
+            size_t ns[4] = {base->n_partition_key, base->n_clustering, base->n_static, base->n_regular};
+            int a = 0;
+            while (k >= ns[a]) k -= ns[a++];
+            bc = &arrs[a][k];
+        } else {
+            bc = cf_cass_table_column(base, sel[i]);
+            if (!bc) {
+                d->lx.pos = stmt_pos;
+                rc = fail(d, CF_ERR_SCHEMA, "view %s.%s selects \"%s\", which %s.%s does not have", ks, name, sel[i],
+                          bks, bname);
+                break;
+            }
+        }
+        if (cf_cass_table_column(t, bc->name)) continue;
+        rc = cf_cass_table_add_column(t, bc->name, cf_cql_type_clone(bc->type), CF_CASS_REGULAR, -1, false, d->err);
+    }
+    if (rc) goto out;
+    d->lx.pos = end_pos;
+    rc = cf_cass_schema_add_table(d->s, t, d->err);
+    t = NULL;
+out:
+    cf_cass_table_unref(t);
+    tabledef_free(&td);
+    for (size_t k = 0; k < n_order; k++) free(order[k]);
+    free(order);
+    free(desc);
+    for (size_t k = 0; k < n_sel; k++) free(sel[k]);
+    free(sel);
+    free(ks);
+    free(name);
+    free(bks);
+    free(bname);
+    return rc;
+}
+
 /* ---- ALTER TABLE ---- */
 
 static cf_code alter_table(ddl *d) {
@@ -736,8 +865,12 @@ static cf_code statement(ddl *d) {
         if (accept_kw(d, "OR")) { /* CREATE OR REPLACE FUNCTION/AGGREGATE */
             return skip_statement(d);
         }
+        if (accept_kw(d, "MATERIALIZED")) {
+            cf_code rc = expect_kw(d, "VIEW", "after MATERIALIZED");
+            return rc ? rc : create_view(d);
+        }
         if (peek_kw(d, "INDEX") || peek_kw(d, "CUSTOM") || peek_kw(d, "FUNCTION") || peek_kw(d, "AGGREGATE") ||
-            peek_kw(d, "MATERIALIZED") || peek_kw(d, "TRIGGER") || peek_kw(d, "ROLE") || peek_kw(d, "USER"))
+            peek_kw(d, "TRIGGER") || peek_kw(d, "ROLE") || peek_kw(d, "USER"))
             return skip_statement(d); /* no effect on how tables are written */
         return fail(d, CF_ERR_INVALID, "unknown CREATE statement");
     }

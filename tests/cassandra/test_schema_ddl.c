@@ -76,10 +76,10 @@ static void assert_same_columns(const cf_cass_column *a, size_t na, const cf_cas
     }
 }
 
-static void compare_case(const char *kase) {
+static void compare_case(const char *kase, size_t n_tables) {
     cf_cass_schema *d = from_ddl(kase), *y = from_system(kase);
     assert_int_equal(cf_cass_schema_table_count(d), cf_cass_schema_table_count(y));
-    assert_int_equal(cf_cass_schema_table_count(d), 5);
+    assert_int_equal(cf_cass_schema_table_count(d), n_tables);
     for (size_t i = 0; i < cf_cass_schema_table_count(y); i++) {
         const cf_cass_table *ty = cf_cass_schema_table_at(y, i);
         const cf_cass_table *td = cf_cass_schema_table_by_id(d, ty->id);
@@ -88,6 +88,7 @@ static void compare_case(const char *kase) {
         assert_int_equal(td->cdc, ty->cdc);
         assert_int_equal(td->counter, ty->counter);
         assert_int_equal(td->compact_storage, ty->compact_storage);
+        assert_int_equal(td->is_view, ty->is_view);
         assert_same_columns(td->partition_key, td->n_partition_key, ty->partition_key, ty->n_partition_key, ty->name);
         /* key columns in the same order */
         for (size_t k = 0; k < td->n_partition_key; k++)
@@ -113,7 +114,30 @@ static void test_ddl_equals_system_schema(void **state) {
     (void)state;
     const char *cases[] = {"v7-plain",  "v8-plain",   "v7-lz4",     "v8-lz4",  "v7-snappy",
                            "v8-snappy", "v7-deflate", "v8-deflate", "v7-zstd", "v8-zstd"};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) compare_case(cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) compare_case(cases[i], 5);
+}
+
+static void expect_error_fn(const char *ddl, cf_code code, const char *msg_part);
+
+/* Materialized views (DESCRIBE and system_schema.views of a 5.0.5 node with
+ * materialized_views_enabled): a view's id and columns, typed from its base. */
+static void test_views(void **state) {
+    (void)state;
+    compare_case("mv", 3);
+    cf_cass_schema *s = from_ddl("mv");
+    const cf_cass_table *v = cf_cass_schema_table_by_name(s, "ex", "mv");
+    assert_non_null(v);
+    assert_true(v->is_view && v->has_id);
+    assert_string_equal(v->partition_key[0].name, "v");
+    assert_int_equal(v->partition_key[0].type->kind, CF_CQL_TEXT);
+    assert_true(v->clustering[0].reversed);
+    const cf_cass_table *all = cf_cass_schema_table_by_name(s, "ex", "MvAll");
+    assert_int_equal(all->n_partition_key, 2);
+    assert_int_equal(all->n_regular, 1);
+    assert_string_equal(all->regular[0].name, "v");
+    cf_cass_schema_destroy(s);
+    expect_error_fn("CREATE MATERIALIZED VIEW ks.v AS SELECT * FROM ks.nope WHERE a IS NOT NULL PRIMARY KEY (a);",
+                    CF_ERR_NOT_FOUND, "base table");
 }
 
 static void test_fixture_model(void **state) {
@@ -217,6 +241,15 @@ static void test_fixture_tokens(void **state) {
     }
     assert_true(checked >= 8);
     free(txt);
+}
+
+static void expect_error_fn(const char *ddl, cf_code code, const char *msg_part) {
+    cf_cass_schema *s = cf_cass_schema_new();
+    cf_err err;
+    cf_code rc = cf_cass_ddl_parse(s, ddl, strlen(ddl), "bad.cql", &err);
+    if (rc != code) fail_msg("%s: got %d (%s), expected %d", ddl, rc, err.message, code);
+    if (msg_part && !strstr(err.message, msg_part)) fail_msg("%s: message \"%s\" lacks \"%s\"", ddl, err.message, msg_part);
+    cf_cass_schema_destroy(s);
 }
 
 static const char *ddl3x =
@@ -411,7 +444,7 @@ int main(void) {
         cmocka_unit_test(test_fixture_tokens),           cmocka_unit_test(test_ddl_3x),
         cmocka_unit_test(test_ddl_errors),               cmocka_unit_test(test_truncated_inputs),
         cmocka_unit_test(test_history),                  cmocka_unit_test(test_split_partition_key),
-        cmocka_unit_test(test_system_json_errors),
+        cmocka_unit_test(test_system_json_errors),       cmocka_unit_test(test_views),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
