@@ -165,6 +165,11 @@ struct task {
     struct cf_source_ctx sctx;
     struct cf_sink_ctx kctx;
     metrics m;
+    /* the batch being put, so cf_sink_ctx_report finds a record's original
+     * message for the dead letter queue (task thread only) */
+    cf_record **cur_recs;
+    cf_msg **cur_raws;
+    size_t cur_n;
     dqueue q;                /* direct sinks */
     int64_t direct_offset;   /* synthetic offsets of direct records */
     /* per-thread */
@@ -206,6 +211,7 @@ struct cf_worker {
     bool want_rest;
     const cf_worker_transforms *transforms;
     cf_offset_store *offsets;
+    cf_kafka_env *kenv; /* when bootstrap.servers is set */
     cf_msg_out file_out; /* shared by the source tasks with --output */
     bool has_file_out;
     pthread_mutex_t mu;
@@ -221,6 +227,7 @@ struct cf_worker {
 };
 
 const cf_config *cf_worker_config(const cf_worker *w) { return w->cfg; }
+const char *cf_worker_kafka_bootstrap(const cf_worker *w) { return cf_kafka_env_bootstrap(w->kenv); }
 
 static const char *const state_names[] = {"UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "FINISHED"};
 const char *cf_state_name(cf_state s) { return (unsigned)s <= CF_STATE_FINISHED ? state_names[s] : "UNKNOWN"; }
@@ -421,7 +428,10 @@ cf_code cf_source_ctx_report(cf_source_ctx *ctx, const char *raw, size_t raw_len
 
 cf_code cf_sink_ctx_report(cf_sink_ctx *ctx, const cf_record *rec, const cf_err *problem, cf_err *err) {
     task *t = ctx->t;
-    return report_error(t, CF_STAGE_TASK_PUT, t->c->plugin->name, NULL, rec, problem, err);
+    const cf_msg *raw = NULL;
+    for (size_t i = 0; i < t->cur_n && !raw; i++)
+        if (t->cur_recs[i] == rec) raw = t->cur_raws[i];
+    return report_error(t, CF_STAGE_TASK_PUT, t->c->plugin->name, raw, raw ? NULL : rec, problem, err);
 }
 const char *cf_sink_ctx_connector_name(const cf_sink_ctx *ctx) { return ctx->t->c->name; }
 int cf_sink_ctx_task_id(const cf_sink_ctx *ctx) { return ctx->t->id; }
@@ -835,7 +845,8 @@ static void *source_main(void *arg) {
     CF_INFO(COMP, "connector %s task %d started (source)", c->name, t->id);
     s.last_flush_us = cf_now_us();
     cf_record *recs[SOURCE_BATCH];
-    int idle_ms = 1;
+    int idle_ms = 1, wait_step = 0, wait_log_s = 1;
+    int64_t next_wait_log = 0;
     while (!atomic_load(&t->stop)) {
         if (atomic_load(&c->paused)) {
             atomic_store(&t->state, CF_STATE_PAUSED);
@@ -846,10 +857,25 @@ static void *source_main(void *arg) {
         }
         atomic_store(&t->state, CF_STATE_RUNNING);
         if (s.inflight >= MAX_INFLIGHT) {
+            /* back-pressure: wait for acknowledgements, one log line per backoff step */
+            int64_t now = cf_now_us();
+            if (!wait_step || now >= next_wait_log) {
+                wait_step++;
+                CF_WARN(COMP, "connector %s task %d: %zu records wait for acknowledgement (transport slow or "
+                              "unreachable); polling paused, step %d, next report in %d s",
+                        c->name, t->id, s.inflight, wait_step, wait_log_s);
+                next_wait_log = now + (int64_t)wait_log_s * 1000000;
+                if (wait_log_s < 60) wait_log_s *= 2;
+            }
             if (s.out) s.out->serve(s.out->state, 50);
             else sleep_ms(5);
             if (src_commit_acked(&s, &err)) { failed = true; break; }
             continue;
+        }
+        if (wait_step) {
+            CF_INFO(COMP, "connector %s task %d: acknowledgements flow again; polling resumed", c->name, t->id);
+            wait_step = 0;
+            wait_log_s = 1;
         }
         size_t n = 0;
         cf_code rc = c->plugin->u.source.poll(s.plugin_task, recs, SOURCE_BATCH, &n, &err);
@@ -1030,7 +1056,8 @@ static void *sink_main(void *arg) {
     cf_msg_in in = {0};
     bool has_in = false, eof = false;
     bool direct = w->mode == MODE_DIRECT && !w->input_file;
-    cf_msg *msgs[SINK_BATCH];
+    cf_msg *msgs[SINK_BATCH], *raws[SINK_BATCH];
+    size_t nmsgs = 0;
     cf_record *recs[SINK_BATCH];
     qitem items[SINK_BATCH];
 
@@ -1062,6 +1089,7 @@ static void *sink_main(void *arg) {
         s.in = &in;
         in.on_revoke = on_revoke;
         in.revoke_arg = &s;
+        cf_worker_kafka_in_bind(&in);
     }
     if (c->plugin->u.sink.start(c->cfg, &t->kctx, &s.plugin_task, &s.err)) {
         s.failed = true;
@@ -1164,20 +1192,28 @@ static void *sink_main(void *arg) {
                         if (report_error(t, CF_STAGE_TRANSFORMATION, "transforms", m, NULL, &pe, &s.err))
                             s.failed = true;
                     } else if (o) {
+                        raws[nrec] = m;
                         recs[nrec++] = o;
                     }
                 }
                 if (!s.failed && m->topic && m->offset >= 0) pos_update(&s, m->topic, m->partition, m->offset + 1);
             }
-            for (size_t i = 0; i < n; i++) cf_msg_destroy(msgs[i]);
+            nmsgs = n;
             if (s.failed) {
+                for (size_t i = 0; i < n; i++) cf_msg_destroy(msgs[i]);
                 free_recs(recs, nrec);
                 break;
             }
         }
         if (nrec) {
+            t->cur_recs = recs;
+            t->cur_raws = raws;
+            t->cur_n = direct ? 0 : nrec;
             cf_code rc = sink_put(&s, recs, nrec, &s.err);
+            t->cur_n = 0;
             free_recs(recs, nrec);
+            for (size_t i = 0; i < nmsgs; i++) cf_msg_destroy(msgs[i]);
+            nmsgs = 0;
             if (rc) {
                 if (!s.err.where[0]) cf_err_where(&s.err, "connector %s task %d, put", c->name, t->id);
                 s.failed = true;
@@ -1186,6 +1222,8 @@ static void *sink_main(void *arg) {
             atomic_fetch_add(&t->m.records_out, nrec);
             s.uncommitted = true; /* records put since the last flush */
         }
+        for (size_t i = 0; i < nmsgs; i++) cf_msg_destroy(msgs[i]);
+        nmsgs = 0;
         /* direct: flush when the queue ran dry or enough is waiting, so sources can commit soon */
         bool due = cf_now_us() - s.last_commit_us >= w->flush_interval_ms * 1000;
         if (direct && s.nacks && (dq_len(&t->q) == 0 || s.nacks >= 5000)) due = true;
@@ -1480,6 +1518,9 @@ cf_code cf_worker_start(cf_worker *w, cf_err *err) {
     if (w->started) return CF_OK;
     const char *file = cf_config_string(w->cfg, "offset.storage.file.filename");
     cf_code rc;
+    if (cf_config_string(w->cfg, "bootstrap.servers") && !w->kenv &&
+        (rc = cf_kafka_env_new(w->cfg, &w->kenv, err)))
+        return rc;
     if (file || w->mode == MODE_DIRECT || !cf_config_string(w->cfg, "bootstrap.servers"))
         rc = cf_offset_store_open_file(file ? file : "cdcflow.offsets.json", &w->offsets, err);
     else
@@ -1715,6 +1756,7 @@ void cf_worker_destroy(cf_worker *w) {
         cf_offset_store_flush(w->offsets, NULL);
         cf_offset_store_destroy(w->offsets);
     }
+    cf_kafka_env_destroy(w->kenv);
     cf_config_destroy(w->cfg);
     cf_props_destroy(w->props);
     free(w->input_file);

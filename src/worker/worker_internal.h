@@ -92,8 +92,15 @@ cf_code cf_worker_kafka_out_new(struct cf_worker *w, const char *client_id, cf_m
 cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const char *const *topics, size_t n_topics,
                                const char *topics_regex, cf_msg_in *in, cf_err *err);
 cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_offset_store **out, cf_err *err);
+void cf_worker_kafka_in_bind(cf_msg_in *in);
 /* Worker settings the Kafka adapters read. */
 const cf_config *cf_worker_config(const struct cf_worker *w);
+/* bootstrap.servers resolved (the embedded cluster's address for "embedded"). */
+const char *cf_worker_kafka_bootstrap(const struct cf_worker *w);
+typedef struct cf_kafka_env cf_kafka_env;
+cf_code cf_kafka_env_new(const cf_config *cfg, cf_kafka_env **out, cf_err *err);
+void cf_kafka_env_destroy(cf_kafka_env *e);
+const char *cf_kafka_env_bootstrap(const cf_kafka_env *e);
 
 /* ---- errors and the dead letter queue (errors.c) ---- */
 /* Connect's stage names. */

@@ -1,0 +1,256 @@
+/*
+ * test_kafka_mock.c - the worker's Kafka transport against librdkafka's
+ * MOCK cluster (bootstrap.servers=embedded: an in-process stand-in for a
+ * broker, not a real one; the same paths run against the real broker in
+ * test_it_worker.c).
+ *
+ *  - source -> Kafka -> sink: every record arrives; the source offset is
+ *    stored in the offsets topic in Kafka Connect's format (key
+ *    ["<connector>",{partition}], value {offset}), read back with a plain
+ *    consumer as Connect's tools would;
+ *  - errors.tolerance=all with a dead letter queue: the original bytes go to
+ *    the DLQ with Connect's __connect.errors.* headers (a value that is not
+ *    JSON fails in VALUE_CONVERTER, as in Connect's documented example; a
+ *    record the sink refuses fails in TASK_PUT).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <librdkafka/rdkafka.h>
+
+#include "cdcflow/log.h"
+#include "cdcflow/worker.h"
+#include "../../src/worker/worker_internal.h"
+#include "plugins.h"
+
+static char tmpdir[256];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/cf_test_kmock_XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    seen_reset();
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    assert_int_equal(system(cmd), 0);
+    seen_reset();
+    return 0;
+}
+
+typedef struct runner {
+    cf_worker *w;
+    cf_code rc;
+    cf_err err;
+    pthread_t th;
+} runner;
+
+static void *run_thread(void *arg) {
+    runner *r = arg;
+    r->rc = cf_worker_run(r->w, false, &r->err);
+    return NULL;
+}
+
+static size_t durable_count(void) {
+    pthread_mutex_lock(&seen.mu);
+    size_t n = seen.ndurable;
+    pthread_mutex_unlock(&seen.mu);
+    return n;
+}
+
+static bool wait_durable(size_t n, int seconds) {
+    for (int i = 0; i < seconds * 20; i++) {
+        if (durable_count() >= n) return true;
+        usleep(50 * 1000);
+    }
+    return false;
+}
+
+/* Read every message of a topic from the beginning (a plain consumer). */
+typedef struct got {
+    char *key, *value;
+    rd_kafka_headers_t *hdrs;
+} got;
+
+static size_t read_topic(const char *bootstrap, const char *topic, got *out, size_t max, size_t want) {
+    char errstr[256];
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_conf_set(c, "bootstrap.servers", bootstrap, errstr, sizeof errstr);
+    rd_kafka_conf_set(c, "group.id", "test-reader", errstr, sizeof errstr);
+    rd_kafka_conf_set(c, "auto.offset.reset", "earliest", errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, errstr, sizeof errstr);
+    assert_non_null(rk);
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_subscribe(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    size_t n = 0;
+    for (int i = 0; i < 200 && n < want && n < max; i++) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (!m) continue;
+        if (!m->err) {
+            out[n].key = m->key ? strndup(m->key, m->key_len) : NULL;
+            out[n].value = m->payload ? strndup(m->payload, m->len) : NULL;
+            rd_kafka_headers_t *h = NULL;
+            out[n].hdrs = rd_kafka_message_detach_headers(m, &h) == 0 ? h : NULL;
+            n++;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return n;
+}
+
+static const char *hdr(got *g, const char *name) {
+    const void *v;
+    size_t sz;
+    static char buf[4096];
+    if (!g->hdrs || rd_kafka_header_get_last(g->hdrs, name, &v, &sz)) return NULL;
+    snprintf(buf, sizeof buf, "%.*s", (int)sz, (const char *)v);
+    return buf;
+}
+
+static void free_got(got *g, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(g[i].key), free(g[i].value);
+        if (g[i].hdrs) rd_kafka_headers_destroy(g[i].hdrs);
+    }
+}
+
+static cf_worker *start_worker(void) {
+    cf_props *wp = cf_props_new();
+    cf_props_set(wp, "bootstrap.servers", "embedded");
+    cf_props_set(wp, "offset.flush.interval.ms", "100");
+    cf_props_set(wp, "key.converter", "string");
+    cf_props_set(wp, "value.converter", "string");
+    cf_props_set(wp, "offset.storage.partitions", "3");
+    cf_worker_opts o = {.plugins = test_plugins};
+    cf_worker *w = NULL;
+    cf_err err;
+    cf_code rc = cf_worker_new(wp, &o, &w, &err);
+    cf_props_destroy(wp);
+    assert_int_equal(rc, CF_OK);
+    rc = cf_worker_start(w, &err);
+    if (rc) {
+        char buf[2048];
+        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
+    }
+    assert_int_equal(rc, CF_OK);
+    return w;
+}
+
+static void add(cf_worker *w, const char *const *kv) {
+    cf_props *p = cf_props_new();
+    for (; *kv; kv += 2) cf_props_set(p, kv[0], kv[1]);
+    cf_err err;
+    cf_code rc = cf_worker_add_connector(w, NULL, p, &err);
+    if (rc) {
+        char buf[2048];
+        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
+    }
+    assert_int_equal(rc, CF_OK);
+    cf_props_destroy(p);
+}
+
+static void test_source_kafka_sink_and_offsets_topic(void **state) {
+    (void)state;
+    cf_worker *w = start_worker();
+    add(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders", NULL});
+    add(w, (const char *const[]){"name", "file-source", "connector.class", "test-source", "test.count", "300",
+                                 "test.topic", "orders", NULL});
+    runner r = {.w = w};
+    pthread_create(&r.th, NULL, run_thread, &r);
+    assert_true(wait_durable(300, 60));
+    usleep(500 * 1000); /* an offsets flush interval or five */
+    /* the offsets topic, read as Connect's tools read it */
+    got g[64];
+    size_t n = read_topic(cf_worker_kafka_bootstrap(w), "connect-offsets", g, 64, 64);
+    assert_true(n >= 1);
+    assert_string_equal(g[n - 1].key, "[\"file-source\",{\"src\":\"test\"}]");
+    assert_string_equal(g[n - 1].value, "{\"pos\":299}");
+    free_got(g, n);
+    cf_worker_stop(w);
+    pthread_join(r.th, NULL);
+    assert_int_equal(r.rc, CF_OK);
+    cf_worker_destroy(w);
+    /* every record once (order holds per partition only) */
+    bool have[300] = {false};
+    assert_int_equal(seen.ndurable, 300);
+    for (size_t i = 0; i < seen.ndurable; i++) {
+        int k = atoi(seen.durable[i] + 1);
+        assert_true(k >= 0 && k < 300 && !have[k]);
+        have[k] = true;
+    }
+}
+
+static void test_dead_letter_queue(void **state) {
+    (void)state;
+    cf_worker *w = start_worker();
+    add(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders",
+                                 "value.converter", "json", "value.converter.schemas.enable", "false",
+                                 "key.converter", "string", "test.bad.value", "refuse me",
+                                 "errors.tolerance", "all", "errors.deadletterqueue.topic.name", "dlq",
+                                 "errors.deadletterqueue.context.headers.enable", "true", NULL});
+    /* produce three raw messages: valid JSON, not JSON, and one the sink refuses */
+    char errstr[256];
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_conf_set(c, "bootstrap.servers", cf_worker_kafka_bootstrap(w), errstr, sizeof errstr);
+    rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof errstr);
+    const char *vals[] = {"\"fine\"", "this is not json", "\"refuse me\""};
+    for (int i = 0; i < 3; i++)
+        rd_kafka_producev(p, RD_KAFKA_V_TOPIC("orders"), RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_KEY("k", 1),
+                          RD_KAFKA_V_VALUE((void *)vals[i], strlen(vals[i])), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_END);
+    assert_int_equal(rd_kafka_flush(p, 10000), 0);
+    rd_kafka_destroy(p);
+    runner r = {.w = w};
+    pthread_create(&r.th, NULL, run_thread, &r);
+    assert_true(wait_durable(1, 60));
+    got g[4];
+    size_t n = read_topic(cf_worker_kafka_bootstrap(w), "dlq", g, 4, 2);
+    assert_int_equal(n, 2);
+    /* the original bytes, Connect's headers */
+    assert_string_equal(g[0].value, "this is not json");
+    assert_string_equal(hdr(&g[0], "__connect.errors.topic"), "orders");
+    assert_string_equal(hdr(&g[0], "__connect.errors.partition"), "0");
+    assert_string_equal(hdr(&g[0], "__connect.errors.offset"), "1");
+    assert_string_equal(hdr(&g[0], "__connect.errors.connector.name"), "snk");
+    assert_string_equal(hdr(&g[0], "__connect.errors.task.id"), "0");
+    assert_string_equal(hdr(&g[0], "__connect.errors.stage"), "VALUE_CONVERTER");
+    assert_string_equal(hdr(&g[0], "__connect.errors.class.name"), "org.apache.kafka.connect.json.JsonConverter");
+    assert_non_null(hdr(&g[0], "__connect.errors.exception.class.name"));
+    assert_non_null(hdr(&g[0], "__connect.errors.exception.message"));
+    assert_non_null(hdr(&g[0], "__connect.errors.exception.stacktrace"));
+    assert_string_equal(g[1].value, "\"refuse me\"");
+    assert_string_equal(hdr(&g[1], "__connect.errors.stage"), "TASK_PUT");
+    assert_string_equal(hdr(&g[1], "__connect.errors.offset"), "2");
+    free_got(g, n);
+    cf_worker_stop(w);
+    pthread_join(r.th, NULL);
+    assert_int_equal(r.rc, CF_OK);
+    assert_int_equal(cf_worker_error_count(w), 2);
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 1);
+    assert_string_equal(seen.durable[0], "fine");
+}
+
+int main(void) {
+    cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_source_kafka_sink_and_offsets_topic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_letter_queue, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
