@@ -14,6 +14,7 @@
 #include "cdcflow/buf.h"
 #include "cdcflow/config.h"
 #include "cdcflow/connector.h"
+#include "cdcflow/convert.h"
 #include "cli.h"
 
 /* Accept every key: used when the connector is unknown, so that its own
@@ -59,14 +60,58 @@ static int add_problems(cf_buf *out, const char *path, const char *problems, con
     return count;
 }
 
-static int add_err(cf_buf *out, const char *path, const cf_err *e, const cf_props *lines) {
-    cf_buf b = CF_BUF_INIT;
-    cf_buf_printf(&b, "%s: %s", e->where[0] ? e->where : "?", e->message);
-    if (e->detail[0]) cf_buf_printf(&b, "; %s", e->detail);
-    if (e->hint[0]) cf_buf_printf(&b, "; %s", e->hint);
-    int n = add_problems(out, path, b.data, lines, NULL);
-    cf_buf_free(&b);
-    return n;
+/* key.converter / value.converter: the converter must exist, and its own
+ * settings (under the "key.converter." prefix) must pass its table. The
+ * header converter is not checked: cdcflow's default is used when unset and
+ * Connect's SimpleHeaderConverter has no table here. */
+static int check_converter(cf_buf *out, const char *path, const cf_props *props, const cf_props *lines,
+                           const char *key) {
+    const char *name = cf_props_get(props, key);
+    if (!name) return 0;
+    char *trimmed = strdup(name);
+    if (!trimmed) return 0;
+    char *t = trimmed;
+    while (*t == ' ' || *t == '\t') t++;
+    size_t l = strlen(t);
+    while (l && (t[l - 1] == ' ' || t[l - 1] == '\t')) t[--l] = '\0';
+    int count = 0;
+    const cf_converter_plugin *pl = cf_converter_find(t);
+    if (!pl) {
+        cf_buf known = CF_BUF_INIT;
+        for (const cf_converter_plugin *const *p = cf_converter_plugins(); *p; p++) {
+            cf_buf_printf(&known, "%s%s", known.len ? ", " : "", (*p)->name);
+            for (const char *const *a = (*p)->aliases; a && *a; a++) cf_buf_printf(&known, ", %s", *a);
+        }
+        cf_buf line = CF_BUF_INIT; /* built whole: a cf_err hint would cut the list */
+        cf_buf_printf(&line, "%s: unknown converter \"%s\"; known converters: %s", key, t,
+                      known.len ? known.data : "(none)");
+        cf_buf_free(&known);
+        count = add_problems(out, path, line.data, lines, NULL);
+        cf_buf_free(&line);
+    } else if (pl->config) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s.", key);
+        cf_props *sub = cf_props_subset(props, prefix, true);
+        const cf_cfg_table *tables[1] = {pl->config};
+        char *problems = NULL;
+        cf_err err;
+        if (cf_config_parse(tables, 1, sub, NULL, &problems, &err) != CF_OK) {
+            /* put the prefix back on every problem's key */
+            cf_buf fixed = CF_BUF_INIT;
+            for (const char *p = problems; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t)(nl - p + 1) : strlen(p);
+                cf_buf_printf(&fixed, "%s%.*s", prefix, (int)len, p);
+                p += len;
+            }
+            count = add_problems(out, path, fixed.data, lines, NULL);
+            cf_buf_free(&fixed);
+        }
+        free(problems);
+        cf_props_destroy(sub);
+    }
+    free(trimmed);
+    return count;
 }
 
 /* Returns the number of problems found in one file (0 = valid). */
@@ -96,19 +141,18 @@ static int validate_one(const char *path) {
         /* The problem to report is the class; the other keys cannot be
          * judged without the connector's table, so they all pass. */
         tables[n++] = &any_key;
-        cf_buf known = CF_BUF_INIT;
+        cf_buf known = CF_BUF_INIT, line = CF_BUF_INIT;
         known_connectors(&known);
-        if (cls && *cls) {
-            cf_err_set(&err, CF_ERR_CONFIG, "unknown connector \"%s\"", cls);
-            cf_err_detail(&err, "no connector plugin has this name or alias");
-        } else {
-            cf_err_set(&err, CF_ERR_CONFIG, "missing required configuration \"connector.class\"");
-            cf_err_detail(&err, "the connector to run is not named");
-        }
-        cf_err_hint(&err, "known connectors: %s", known.data);
-        cf_err_where(&err, "connector.class");
+        if (cls && *cls)
+            cf_buf_printf(&line, "connector.class: unknown connector \"%s\"; no connector plugin has this name or "
+                                 "alias", cls);
+        else
+            cf_buf_printf(&line, "connector.class: missing required configuration \"connector.class\"; the "
+                                 "connector to run is not named");
+        cf_buf_printf(&line, "; known connectors: %s", known.data);
         cf_buf_free(&known);
-        count += add_err(&out, path, &err, lines);
+        count += add_problems(&out, path, line.data, lines, NULL);
+        cf_buf_free(&line);
     }
     char *problems = NULL;
     cf_config *cfg = NULL;
@@ -124,6 +168,8 @@ static int validate_one(const char *path) {
         }
         cf_config_destroy(cfg);
     }
+    count += check_converter(&out, path, props, lines, "key.converter");
+    count += check_converter(&out, path, props, lines, "value.converter");
     if (count)
         printf("%s: INVALID (%d problem%s)\n%s", path, count, count > 1 ? "s" : "", out.data);
     else
@@ -167,7 +213,9 @@ const cf_command cf_cmd_validate = {
     "settings (topics / topics.regex), and the connector's own settings:\n"
     "unknown keys (with a \"did you mean\"), missing required keys, wrong types,\n"
     "values outside their range or list of allowed values. A missing or unknown\n"
-    "connector.class is reported with the list of known connectors.\n"
+    "connector.class is reported with the list of known connectors. key.converter\n"
+    "and value.converter must name known converters, and their settings (under\n"
+    "key.converter. / value.converter.) are checked against the converter's table.\n"
     "\n"
     "Output, per file: \"FILE: OK (...)\" or \"FILE: INVALID\" followed by one line\n"
     "per problem, \"FILE[:LINE]: key: what is wrong; the value; what is allowed\".\n"

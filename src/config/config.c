@@ -433,11 +433,18 @@ static void unknown_key(const cf_cfg_table *const *tables, size_t n, const char 
      * known key is a password. */
     size_t klen = strlen(key);
     bool close = best && best_d <= (klen < 6 ? 2 : klen / 3 + 1);
+    cf_buf owners = CF_BUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        if (tables[i] && tables[i]->name && *tables[i]->name) {
+            if (owners.len) cf_buf_append_str(&owners, ", ");
+            cf_buf_append_str(&owners, tables[i]->name);
+        }
     if (strcasestr(key, "pass") || strcasestr(key, "secret") || strcasestr(key, "token") ||
         strcasestr(key, "credential") || (close && best_def->type == CF_CFG_PASSWORD))
-        cf_err_detail(err, "\"%s\" (value [hidden]) is not a setting of this connector", key);
+        cf_err_detail(err, "\"%s\" (value [hidden]) is not a setting of: %s", key, owners.len ? owners.data : "-");
     else
-        cf_err_detail(err, "\"%s\" = \"%s\" is not a setting of this connector", key, value);
+        cf_err_detail(err, "\"%s\" = \"%s\" is not a setting of: %s", key, value, owners.len ? owners.data : "-");
+    cf_buf_free(&owners);
     if (close)
         cf_err_hint(err, "did you mean \"%s\"? allowed: %s", best, known.len ? known.data : "(none)");
     else

@@ -92,6 +92,21 @@ run "$CLI" validate "$T/broken.json"; expect_rc 2 "broken JSON"; expect_out "$T/
 printf 'name=x\nconnector.class=files\nbad=\\u12\n' > "$T/escape.properties"
 run "$CLI" validate "$T/escape.properties"; expect_rc 2 "bad escape"; expect_out "$T/escape.properties:3" "bad escape line"
 
+cat > "$T/conv.properties" <<PROPS
+name=x
+connector.class=files
+files.path=$T/in
+key.converter=org.apache.kafka.connect.json.JsonConverter
+key.converter.schemas.enable=maybe
+value.converter=avrox
+PROPS
+run "$CLI" validate "$T/conv.properties"; expect_rc 2 "converters"
+expect_out "$T/conv.properties:5: key.converter.schemas.enable: " "converter setting"
+expect_out "Expected value to be either true or false" "converter setting"
+expect_out "$T/conv.properties:6: value.converter: unknown converter \"avrox\"; known converters: json" "unknown converter"
+printf 'name=x\nconnector.class=files\nfiles.path=%s\nvalue.converter=json\nvalue.converter.schemas.enable=false\n' "$T/in" > "$T/conv-ok.properties"
+run "$CLI" validate "$T/conv-ok.properties"; expect_rc 0 "converter settings ok"
+
 run "$CLI" validate "$T/good.json" "$T/bad.properties"; expect_rc 2 "good + bad"
 expect_out "1 of 2 file(s) invalid" "good + bad summary"
 run "$CLI" validate "$T/does-not-exist.json"; expect_rc 2 "missing file"; expect_out "cannot open" "missing file"
