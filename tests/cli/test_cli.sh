@@ -107,6 +107,20 @@ expect_out "$T/conv.properties:6: value.converter: unknown converter \"avrox\"; 
 printf 'name=x\nconnector.class=files\nfiles.path=%s\nvalue.converter=json\nvalue.converter.schemas.enable=false\n' "$T/in" > "$T/conv-ok.properties"
 run "$CLI" validate "$T/conv-ok.properties"; expect_rc 0 "converter settings ok"
 
+# sinks: exactly one of topics / topics.regex (SinkConnectorConfig.validate)
+run "$CLI" validate "$T/noclass.json"
+sink=$(grep -o 'known connectors: .*' <<<"$out" | tr ',' '\n' | sed -n 's/^ *\(known connectors: \)\{0,1\}\([^ ]*\) (sink).*/\2/p' | head -1)
+if [[ -n $sink ]]; then
+  printf 'name=s\nconnector.class=%s\n' "$sink" > "$T/sink0.properties"
+  run "$CLI" validate "$T/sink0.properties"; expect_rc 2 "sink without topics"
+  expect_out "must configure one of topics or topics.regex" "sink without topics"
+  printf 'name=s\nconnector.class=%s\ntopics=a\ntopics.regex=b.*\n' "$sink" > "$T/sink2.properties"
+  run "$CLI" validate "$T/sink2.properties"; expect_rc 2 "sink with both"
+  expect_out "$T/sink2.properties:3: topics: topics and topics.regex are mutually exclusive" "sink with both"
+else
+  echo "note: no sink connector registered; sink checks not run"
+fi
+
 run "$CLI" validate "$T/good.json" "$T/bad.properties"; expect_rc 2 "good + bad"
 expect_out "1 of 2 file(s) invalid" "good + bad summary"
 run "$CLI" validate "$T/does-not-exist.json"; expect_rc 2 "missing file"; expect_out "cannot open" "missing file"
