@@ -1,0 +1,439 @@
+/*
+ * bench_sink.c - the CDC sink end to end (JsonConverter bytes -> records ->
+ * routing/compaction -> database) against bare loops in the same run.
+ *
+ * Workload: N change events (default 1,000,000) on a 10-column table
+ * (tests/sink/cdc_gen.h's customers), 200,000 keys, about 20% deletes,
+ * shaped as ExtractNewRecordState rewrite output (flat row + __deleted,
+ * deletes with their before image) and serialized by the JsonConverter with
+ * schemas. Conversion (bytes -> cf_record), routing (record -> cells,
+ * compaction) and database time are measured separately; producing the bytes
+ * is not measured.
+ *
+ * Baselines (same operations, same final rows, checked equal):
+ *   SQLite     a bare loop of prepared upserts (INSERT .. ON CONFLICT DO
+ *              UPDATE) and deletes, one per event, committed every batch
+ *              (the sink's batch size), values bound straight from C; and,
+ *              for reference, inserting only the final rows.
+ *   PostgreSQL batched single-row prepared upserts/deletes (PQexecPrepared
+ *              per event, a transaction per 10,000 events).
+ *
+ *   build/bench/bench_sink [N] [sqlite|postgres|all]   (postgres needs CF_TEST_PG)
+ *   BENCH_DIR=/dev/shm puts the SQLite files on tmpfs (CPU cost without the disk)
+ */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tests/sink/cdc_gen.h"
+#include "cdcflow/convert.h"
+#include "cdcflow/log.h"
+#include "cdcflow/props.h"
+#include "cdcflow/sink.h"
+
+#define KEYS 200000
+#define BATCH 100000
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* The operation stream: op i on key k, delete or upsert with row values. */
+typedef struct ops {
+    gen g; /* rows model + value generator (its record lists stay unused) */
+    uint64_t rng;
+    size_t deletes, upserts;
+} ops;
+
+static void ops_init(ops *o) {
+    gen_init(&o->g, 77, GEN_REWRITE, KEYS, 1, "bench.public.customers");
+    o->rng = 1234567;
+    o->deletes = o->upserts = 0;
+}
+
+/* Next op: returns the id; *del set for a delete; the row (after or before
+ * image) in *row. */
+static int32_t ops_next(ops *o, int *del, gen_row *row) {
+    o->rng = o->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    int32_t id = (int32_t)((o->rng >> 33) % KEYS);
+    unsigned dice = (unsigned)((o->rng >> 20) % 100);
+    gen_row *w = &o->g.rows[id];
+    o->g.clock++;
+    if (w->present && dice < 25) { /* ~20% of all events once the table fills */
+        *del = 1;
+        *row = *w;
+        w->present = 0;
+        o->deletes++;
+    } else {
+        *del = 0;
+        gen_fill(&o->g, w, id, gen_next_ver(&o->g, id, 0));
+        *row = *w;
+        o->upserts++;
+    }
+    return id;
+}
+
+/* ---------------- the sink side ---------------- */
+
+typedef struct run_result {
+    double conv, route, db, total;
+    size_t events, rows;
+} run_result;
+
+static int run_sink(const cf_sink_options *so, const cf_sink_target *tg, size_t n, run_result *res) {
+    ops o;
+    ops_init(&o);
+    cf_props *pp = cf_props_new();
+    cf_props_set(pp, "schemas.enable", "true");
+    cf_converter *kc, *vc;
+    cf_err e;
+    if (cf_converter_new("json", pp, true, &kc, &e) || cf_converter_new("json", pp, false, &vc, &e)) {
+        fprintf(stderr, "converter: %s\n", e.message);
+        return 1;
+    }
+    cf_sink *s;
+    if (cf_sink_new(so, tg, &s, &e)) {
+        char b[2048];
+        fprintf(stderr, "%s\n", cf_err_format(&e, b, sizeof b));
+        return 1;
+    }
+    enum { CHUNK = 1000 };
+    cf_record *recs[CHUNK];
+    size_t nr = 0;
+    double conv = 0, t_start = now();
+    for (size_t i = 0; i < n; i++) {
+        int del;
+        gen_row row;
+        int32_t id = ops_next(&o, &del, &row);
+        /* produce the bytes (not measured) */
+        cf_value *kv = cf_value_struct(cf_schema_ref(o.g.key_s));
+        cf_value_struct_set(kv, "id", cf_value_int32(id), NULL);
+        cf_value *vv = gen_row_value(&row, o.g.val_s, del ? "true" : "false", 0);
+        char *kb, *vb;
+        size_t kl, vl;
+        cf_converter_from_connect(kc, o.g.topic, o.g.key_s, kv, &kb, &kl, &e);
+        cf_converter_from_connect(vc, o.g.topic, o.g.val_s, vv, &vb, &vl, &e);
+        cf_value_destroy(kv);
+        cf_value_destroy(vv);
+        /* conversion */
+        double t0 = now();
+        cf_record *r = cf_record_new();
+        cf_record_set_topic(r, o.g.topic);
+        cf_schema *ks, *vs;
+        cf_value *k, *v;
+        if (cf_converter_to_connect(kc, o.g.topic, kb, kl, &ks, &k, &e) ||
+            cf_converter_to_connect(vc, o.g.topic, vb, vl, &vs, &v, &e)) {
+            fprintf(stderr, "to_connect: %s\n", e.message);
+            return 1;
+        }
+        cf_record_set_key(r, ks, k);
+        cf_record_set_value(r, vs, v);
+        r->partition = 0;
+        r->offset = (int64_t)i;
+        conv += now() - t0;
+        free(kb), free(vb);
+        recs[nr++] = r;
+        if (nr == CHUNK || i + 1 == n) {
+            if (cf_sink_put(s, recs, nr, &e)) {
+                char b[2048];
+                fprintf(stderr, "%s\n", cf_err_format(&e, b, sizeof b));
+                return 1;
+            }
+            for (size_t j = 0; j < nr; j++) cf_record_destroy(recs[j]);
+            nr = 0;
+        }
+    }
+    if (cf_sink_flush(s, &e)) {
+        char b[2048];
+        fprintf(stderr, "%s\n", cf_err_format(&e, b, sizeof b));
+        return 1;
+    }
+    double total = now() - t_start;
+    cf_sink_stats st;
+    cf_sink_get_stats(s, &st);
+    cf_sink_destroy(s);
+    res->conv = conv;
+    res->route = st.t_route_s;
+    res->db = st.t_db_s;
+    res->total = conv + st.t_route_s + st.t_db_s;
+    (void)total;
+    res->events = n;
+    res->rows = 0;
+    for (int32_t id = 0; id < KEYS; id++) res->rows += o.g.rows[id].present;
+    printf("  routed: %" PRIu64 " upserts, %" PRIu64 " deletes; compacted away %" PRIu64 "; written %" PRIu64
+           " in %" PRIu64 " flushes\n",
+           st.upserts, st.deletes, st.compacted, st.written, st.flushes);
+    cf_converter_destroy(kc), cf_converter_destroy(vc);
+    cf_props_destroy(pp);
+    gen_free(&o.g);
+    return 0;
+}
+
+static void print_run(const char *what, const run_result *r) {
+    printf("  %s: %zu events in %.2f s = %.0f events/s (conversion %.2f s, routing %.2f s, database %.2f s); "
+           "%zu final rows\n",
+           what, r->events, r->total, r->events / r->total, r->conv, r->route, r->db, r->rows);
+}
+
+/* ---------------- SQLite baseline ---------------- */
+
+static const char *COLS = "id, email, name, version, score, active, note, qty, created, tag";
+
+static void bind_row_sq(sqlite3_stmt *st, const gen_row *w) {
+    sqlite3_bind_int(st, 1, w->id);
+    sqlite3_bind_text(st, 2, w->email, -1, SQLITE_STATIC);
+    w->has_name ? sqlite3_bind_text(st, 3, w->name, -1, SQLITE_STATIC) : sqlite3_bind_null(st, 3);
+    sqlite3_bind_int64(st, 4, w->version);
+    w->has_score ? sqlite3_bind_double(st, 5, w->score) : sqlite3_bind_null(st, 5);
+    sqlite3_bind_int(st, 6, w->active);
+    w->has_note ? sqlite3_bind_text(st, 7, w->note, -1, SQLITE_STATIC) : sqlite3_bind_null(st, 7);
+    w->has_qty ? sqlite3_bind_int(st, 8, w->qty) : sqlite3_bind_null(st, 8);
+    sqlite3_bind_int64(st, 9, w->created);
+    w->has_tag ? sqlite3_bind_text(st, 10, w->tag, -1, SQLITE_STATIC) : sqlite3_bind_null(st, 10);
+}
+
+static double sqlite_baseline(const char *path, size_t n, int final_only, size_t *rows) {
+    unlink(path);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, NULL);
+    sqlite3_exec(db,
+                 "CREATE TABLE t (id INTEGER NOT NULL, email TEXT, name TEXT, version INTEGER, score REAL, "
+                 "active BOOLEAN, note TEXT, qty INTEGER, created INTEGER, tag TEXT, PRIMARY KEY (id))",
+                 NULL, NULL, NULL);
+    sqlite3_stmt *up, *del;
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO t (%s) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON CONFLICT (id) DO UPDATE SET "
+             "email=excluded.email, name=excluded.name, version=excluded.version, score=excluded.score, "
+             "active=excluded.active, note=excluded.note, qty=excluded.qty, created=excluded.created, "
+             "tag=excluded.tag",
+             COLS);
+    sqlite3_prepare_v2(db, sql, -1, &up, NULL);
+    sqlite3_prepare_v2(db, "DELETE FROM t WHERE id = ?1", -1, &del, NULL);
+    ops o;
+    ops_init(&o);
+    gen_row *rowsv = NULL;
+    if (final_only) { /* compute the final rows first (not measured) */
+        for (size_t i = 0; i < n; i++) {
+            int d;
+            gen_row r;
+            ops_next(&o, &d, &r);
+        }
+    }
+    double t0 = now();
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    if (final_only) {
+        for (int32_t id = 0; id < KEYS; id++) {
+            if (!o.g.rows[id].present) continue;
+            bind_row_sq(up, &o.g.rows[id]);
+            sqlite3_step(up);
+            sqlite3_reset(up);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            int d;
+            gen_row r;
+            int32_t id = ops_next(&o, &d, &r);
+            if (d) {
+                sqlite3_bind_int(del, 1, id);
+                sqlite3_step(del);
+                sqlite3_reset(del);
+            } else {
+                bind_row_sq(up, &r);
+                sqlite3_step(up);
+                sqlite3_reset(up);
+            }
+            if ((i + 1) % BATCH == 0) sqlite3_exec(db, "COMMIT; BEGIN", NULL, NULL, NULL);
+        }
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    double t = now() - t0;
+    sqlite3_finalize(up), sqlite3_finalize(del);
+    sqlite3_stmt *c;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1, &c, NULL);
+    sqlite3_step(c);
+    *rows = (size_t)sqlite3_column_int64(c, 0);
+    sqlite3_finalize(c);
+    sqlite3_close(db);
+    free(rowsv);
+    gen_free(&o.g);
+    return t;
+}
+
+/* Same final rows in both tables? (content hash over the sorted rows) */
+static uint64_t sq_digest(const char *path, const char *table) {
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\" ORDER BY id", COLS, table);
+    sqlite3_stmt *st;
+    uint64_t h = 1469598103934665603ULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW)
+            for (int i = 0; i < 10; i++) {
+                const unsigned char *t = sqlite3_column_text(st, i);
+                for (const unsigned char *p = t ? t : (const unsigned char *)"\x01"; *p; p++)
+                    h = (h ^ *p) * 1099511628211ULL;
+                h = (h ^ 0xff) * 1099511628211ULL;
+            }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return h;
+}
+
+/* ---------------- PostgreSQL baseline ---------------- */
+
+static double pg_baseline(PGconn *c, const char *schema, size_t n, size_t *rows) {
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "DROP TABLE IF EXISTS %s.t; CREATE TABLE %s.t (id integer NOT NULL PRIMARY KEY, email text, name text, "
+             "version bigint, score double precision, active boolean, note text, qty integer, created bigint, tag text)",
+             schema, schema);
+    PQclear(PQexec(c, sql));
+    snprintf(sql, sizeof sql,
+             "INSERT INTO %s.t (%s) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (id) DO UPDATE SET "
+             "email=EXCLUDED.email, name=EXCLUDED.name, version=EXCLUDED.version, score=EXCLUDED.score, "
+             "active=EXCLUDED.active, note=EXCLUDED.note, qty=EXCLUDED.qty, created=EXCLUDED.created, tag=EXCLUDED.tag",
+             schema, COLS);
+    PQclear(PQprepare(c, "up", sql, 10, NULL));
+    snprintf(sql, sizeof sql, "DELETE FROM %s.t WHERE id = $1", schema);
+    PQclear(PQprepare(c, "del", sql, 1, NULL));
+    ops o;
+    ops_init(&o);
+    double t0 = now();
+    PQclear(PQexec(c, "BEGIN"));
+    for (size_t i = 0; i < n; i++) {
+        int d;
+        gen_row r;
+        int32_t id = ops_next(&o, &d, &r);
+        char a[10][64];
+        const char *p[10];
+        snprintf(a[0], 64, "%d", id);
+        p[0] = a[0];
+        if (d) {
+            PQclear(PQexecPrepared(c, "del", 1, p, NULL, NULL, 0));
+        } else {
+            p[1] = r.email;
+            p[2] = r.has_name ? r.name : NULL;
+            snprintf(a[3], 64, "%" PRId64, r.version), p[3] = a[3];
+            snprintf(a[4], 64, "%.17g", r.score), p[4] = r.has_score ? a[4] : NULL;
+            p[5] = r.active ? "t" : "f";
+            p[6] = r.has_note ? r.note : NULL;
+            snprintf(a[7], 64, "%d", r.qty), p[7] = r.has_qty ? a[7] : NULL;
+            snprintf(a[8], 64, "%" PRId64, r.created), p[8] = a[8];
+            p[9] = r.has_tag ? r.tag : NULL;
+            PQclear(PQexecPrepared(c, "up", 10, p, NULL, NULL, 0));
+        }
+        if ((i + 1) % 10000 == 0) PQclear(PQexec(c, "COMMIT; BEGIN"));
+    }
+    PQclear(PQexec(c, "COMMIT"));
+    double t = now() - t0;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.t", schema);
+    PGresult *res = PQexec(c, sql);
+    *rows = (size_t)atol(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    PQclear(PQexec(c, "DEALLOCATE ALL"));
+    gen_free(&o.g);
+    return t;
+}
+
+static uint64_t pg_digest(PGconn *c, const char *schema, const char *table) {
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT md5(string_agg(t::text, '|' ORDER BY id)) FROM (SELECT %s FROM %s.\"%s\") t",
+             COLS, schema, table);
+    PGresult *r = PQexec(c, sql);
+    uint64_t h = 0;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && !PQgetisnull(r, 0, 0)) h = strtoull(PQgetvalue(r, 0, 0) + 16, NULL, 16);
+    PQclear(r);
+    return h;
+}
+
+int main(int argc, char **argv) {
+    size_t n = argc > 1 ? (size_t)atol(argv[1]) : 1000000;
+    const char *which = argc > 2 ? argv[2] : "all";
+    cf_log_setup(CF_LOG_WARN, CF_LOG_TEXT, NULL);
+    int rc = 0;
+    printf("bench_sink: %zu change events, %d keys, 10 columns, JsonConverter with schemas\n", n, KEYS);
+    if (!strcmp(which, "all") || !strcmp(which, "sqlite")) {
+        char path[256], base[256];
+        const char *dir = getenv("BENCH_DIR") ? getenv("BENCH_DIR") : "/tmp";
+        snprintf(path, sizeof path, "%s/bench_sink_%d.db", dir, (int)getpid());
+        snprintf(base, sizeof base, "%s/bench_sink_base_%d.db", dir, (int)getpid());
+        unlink(path);
+        cf_sink_options so;
+        cf_sink_options_default(&so);
+        so.sqlite_path = path;
+        so.batch_max_records = BATCH;
+        printf("SQLite (WAL, synchronous=NORMAL):\n");
+        run_result r;
+        if (run_sink(&so, &cf_sink_target_sqlite, n, &r)) return 1;
+        print_run("cdc-sink", &r);
+        size_t brows, frows;
+        double tb = sqlite_baseline(base, n, 0, &brows);
+        uint64_t d1 = sq_digest(path, "bench_public_customers"), d2 = sq_digest(base, "t");
+        printf("  baseline, bare prepared upserts/deletes of every event: %.2f s = %.0f events/s, %zu rows\n", tb,
+               n / tb, brows);
+        double tf = sqlite_baseline(base, n, 1, &frows);
+        printf("  reference, inserting only the %zu final rows: %.2f s\n", frows, tf);
+        printf("  same final rows: %s\n", d1 == d2 && r.rows == brows ? "yes" : "NO");
+        printf("  ratio (baseline time / cdc-sink database time) = %.2f; (baseline / routing+database) = %.2f; "
+               "(baseline / conversion+routing+database) = %.2f  [target >= 0.80]\n",
+               tb / r.db, tb / (r.route + r.db), tb / r.total);
+        if (d1 != d2) rc = 1;
+        unlink(path), unlink(base);
+        char p2[300];
+        snprintf(p2, sizeof p2, "%s-wal", path), unlink(p2);
+        snprintf(p2, sizeof p2, "%s-shm", path), unlink(p2);
+        snprintf(p2, sizeof p2, "%s-wal", base), unlink(p2);
+        snprintf(p2, sizeof p2, "%s-shm", base), unlink(p2);
+    }
+    if (!strcmp(which, "all") || !strcmp(which, "postgres")) {
+        const char *ci = getenv("CF_TEST_PG");
+        if (!ci) {
+            printf("PostgreSQL: CF_TEST_PG not set, skipped\n");
+            return rc;
+        }
+        PGconn *c = PQconnectdb(ci);
+        if (PQstatus(c) != CONNECTION_OK) {
+            fprintf(stderr, "PostgreSQL: %s\n", PQerrorMessage(c));
+            return 1;
+        }
+        char schema[64], sql[256];
+        snprintf(schema, sizeof schema, "bench_sink_%d", (int)getpid());
+        snprintf(sql, sizeof sql, "SET client_min_messages=warning; DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s",
+                 schema, schema);
+        PQclear(PQexec(c, sql));
+        cf_sink_options so;
+        cf_sink_options_default(&so);
+        so.pg_conninfo = ci;
+        so.pg_schema = schema;
+        so.batch_max_records = BATCH;
+        printf("PostgreSQL:\n");
+        run_result r;
+        if (run_sink(&so, &cf_sink_target_postgres, n, &r)) return 1;
+        print_run("cdc-sink", &r);
+        size_t brows;
+        double tb = pg_baseline(c, schema, n, &brows);
+        uint64_t d1 = pg_digest(c, schema, "bench_public_customers"), d2 = pg_digest(c, schema, "t");
+        printf("  baseline, batched single-row prepared upserts/deletes: %.2f s = %.0f events/s, %zu rows\n", tb,
+               n / tb, brows);
+        printf("  same final rows: %s\n", d1 == d2 && d1 && r.rows == brows ? "yes" : "NO");
+        printf("  ratio (baseline time / cdc-sink database time) = %.2f; (baseline / routing+database) = %.2f; "
+               "(baseline / conversion+routing+database) = %.2f  [target >= 3]\n",
+               tb / r.db, tb / (r.route + r.db), tb / r.total);
+        if (d1 != d2) rc = 1;
+        snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", schema);
+        PQclear(PQexec(c, sql));
+        PQfinish(c);
+    }
+    return rc;
+}
