@@ -111,10 +111,10 @@ cf_code cf_props_from_properties(const char *text, size_t len, cf_props **out, c
  * file and the line. */
 cf_code cf_props_load_file(const char *path, cf_props **out, char **name, cf_err *err);
 
-/* Like cf_props_load_file; for .properties files `lines` (may be NULL)
- * receives a props mapping each key to the line number (decimal text) where
- * it was set last, so later problems can name file:line. For JSON files
- * *lines is set to NULL (jansson keeps no per-key positions). */
+/* Like cf_props_load_file; `lines` (may be NULL) receives a props mapping
+ * each key to the line number (decimal text) where it was set last, so later
+ * problems can name file:line. For JSON the line is found by the key's text
+ * (a key written with \u escapes gets none). Caller destroys *lines. */
 cf_code cf_props_load_file_lines(const char *path, cf_props **out, char **name, cf_props **lines, cf_err *err);
 
 /* ---- single definitions ---- */

@@ -485,6 +485,38 @@ static cf_code read_all(const char *path, char **data, size_t *len, cf_err *err)
     return CF_OK;
 }
 
+/* jansson keeps no positions, so find each key's line by its text: a JSON
+ * string followed by ':' is always an object key. A key written with \u
+ * escapes is not found and simply gets no line. */
+static cf_props *json_key_lines(const char *text, size_t len, const cf_props *p) {
+    cf_props *lines = cf_props_new();
+    for (size_t k = 0; k < cf_props_count(p); k++) {
+        const char *key = cf_props_key_at(p, k);
+        json_t *js = json_string(key);
+        char *quoted = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+        json_decref(js);
+        if (!quoted) continue;
+        size_t ql = strlen(quoted);
+        long found_line = -1;
+        int line = 1;
+        for (size_t i = 0; i + ql <= len; i++) {
+            if (text[i] == '\n') line++;
+            if (text[i] != '"' || memcmp(text + i, quoted, ql) != 0) continue;
+            if (i > 0 && text[i - 1] == '\\') continue;
+            size_t j = i + ql;
+            while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\r' || text[j] == '\n')) j++;
+            if (j < len && text[j] == ':') found_line = line; /* the last one: config.name over the outer name */
+        }
+        free(quoted);
+        if (found_line > 0) {
+            char num[24];
+            snprintf(num, sizeof num, "%ld", found_line);
+            cf_props_set(lines, key, num);
+        }
+    }
+    return lines;
+}
+
 cf_code cf_props_load_file_lines(const char *path, cf_props **out, char **name, cf_props **lines, cf_err *err) {
     *out = NULL;
     if (name) *name = NULL;
@@ -500,6 +532,7 @@ cf_code cf_props_load_file_lines(const char *path, cf_props **out, char **name, 
         i++;
     if (i < len && data[i] == '{') {
         rc = cf_props_from_json(data + off, len - off, out, name, err);
+        if (rc == CF_OK && lines) *lines = json_key_lines(data + off, len - off, *out);
         if (rc != CF_OK && err) {
             char where[sizeof err->where];
             snprintf(where, sizeof where, "%s", err->where);

@@ -75,6 +75,10 @@ expect_out "none, all" "bad.properties enum values"
 expect_out "$T/bad.properties:6: tasks.max: " "bad.properties range"
 expect_out "Value must be at least 1" "bad.properties range"
 
+printf '{"name": "x",\n "config": {"connector.class": "files", "files.path": "/tmp",\n  "taks.max": 1}}\n' > "$T/typo.json"
+run "$CLI" validate "$T/typo.json"; expect_rc 2 "typo in JSON"
+expect_out "$T/typo.json:3: taks.max: unknown configuration" "typo in JSON names the line"
+
 printf '{"name": "x", "config": {"files.path": "/tmp"}}\n' > "$T/noclass.json"
 run "$CLI" validate "$T/noclass.json"; expect_rc 2 "missing connector.class"
 expect_out 'missing required configuration "connector.class"' "missing connector.class"

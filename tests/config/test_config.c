@@ -381,6 +381,17 @@ static void test_load_file(void **state) {
     unlink(path);
     free(path);
 
+    /* JSON keys get their line by their text */
+    path = write_tmp(".txt", "{\"name\": \"j\",\n \"config\": {\n  \"tasks.max\": 2,\n  \"name\": \"j\"}}\n");
+    assert_int_equal(cf_props_load_file_lines(path, &p, &name, &lines, &err), CF_OK);
+    assert_string_equal(cf_props_get(lines, "tasks.max"), "3");
+    assert_string_equal(cf_props_get(lines, "name"), "4");
+    free(name);
+    cf_props_destroy(p);
+    cf_props_destroy(lines);
+    unlink(path);
+    free(path);
+
     path = write_tmp(".json", "# c\nname=p\n\nconnector.class = files\n");
     assert_int_equal(cf_props_load_file_lines(path, &p, &name, &lines, &err), CF_OK);
     assert_string_equal(name, "p");
