@@ -197,6 +197,10 @@ static inline void gen_emit(gen *g, const gen_row *before, const gen_row *after,
         cf_value *e = cf_value_struct(cf_schema_ref(g->env_s));
         if (before) cf_value_struct_set(e, "before", gen_row_value(before, g->row_opt_s, NULL, 0), NULL);
         if (after) cf_value_struct_set(e, "after", gen_row_value(after, g->row_opt_s, NULL, toast_note), NULL);
+        cf_schema *src_s = cf_schema_field(g->env_s, "source")->schema;
+        cf_value *src = cf_value_struct(cf_schema_ref(src_s));
+        cf_value_struct_set(src, "lsn", cf_value_int64(g->clock), NULL);
+        cf_value_struct_set(e, "source", src, NULL);
         cf_value_struct_set(e, "op", cf_value_string(op), NULL);
         cf_value_struct_set(e, "ts_ms", cf_value_int64(g->clock), NULL);
         cf_record_set_value(r, cf_schema_ref(g->env_s), e);
