@@ -729,7 +729,7 @@ static cf_code json_to_connect(void *state, const char *topic, const char *data,
     while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) i++;
     jnode *root = NULL;
     if (i < len) {
-        cf_code rc = json_parse(jc->arena, data, len, &root, err);
+        cf_code rc = json_parse_lazy(jc->arena, data, len, jc->schemas_enable ? "schema" : NULL, &root, err);
         if (rc) {
             if (err) {
                 char msg[sizeof err->message];
@@ -761,7 +761,7 @@ static cf_code json_to_connect(void *state, const char *topic, const char *data,
         }
     }
     cf_schema *s = NULL;
-    if (sn && sn->type != JN_NULL) {
+    if (sn && sn->type != JN_NULL && !(sn->type == JN_RAW && sn->str[0] == 'n')) {
         const char *key = data + sn->start;
         size_t klen = sn->end - sn->start;
         uint64_t h = hash_bytes(key, klen);
@@ -769,7 +769,9 @@ static cf_code json_to_connect(void *state, const char *topic, const char *data,
         if (e) {
             s = cf_schema_ref(e->val);
         } else {
-            cf_code rc = tc_schema(jc, sn, &s, err);
+            jnode *tree = (jnode *)sn;
+            cf_code rc = sn->type == JN_RAW ? json_parse(jc->arena, key, klen, &tree, err) : CF_OK;
+            if (!rc) rc = tc_schema(jc, tree, &s, err);
             if (rc) {
                 cf_err_where_prefix(err, "schema");
                 return rc;

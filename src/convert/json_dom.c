@@ -20,6 +20,13 @@ typedef struct parser {
     void **stack;
     size_t sp, scap;
     cf_err *err;
+    /* json_parse_lazy: the top-level member named lazy_key is only checked
+     * (dry mode: no tree, nothing allocated) and becomes a JN_RAW node */
+    const char *lazy_key;
+    bool dry;
+    jnode scratch;
+    char *sbuf; /* dry mode: unescape scratch */
+    size_t sbuf_cap;
 } parser;
 
 static cf_code perr(parser *ps, const char *at, const char *fmt, const char *what) {
@@ -54,7 +61,7 @@ static inline void skip_ws(parser *ps) {
 }
 
 static jnode *new_node(parser *ps, jn_type t, size_t start) {
-    jnode *n = cf_arena_alloc(ps->arena, sizeof *n);
+    jnode *n = ps->dry ? &ps->scratch : cf_arena_alloc(ps->arena, sizeof *n);
     memset(n, 0, sizeof *n);
     n->type = t;
     n->start = start;
@@ -120,7 +127,22 @@ static cf_code parse_string(parser *ps, const char **out, size_t *out_len) {
     }
     if (q >= ps->end) return perr(ps, ps->end, "%c", "unterminated string");
     size_t raw = (size_t)(q - s);
-    char *o = cf_arena_alloc(ps->arena, raw + 1);
+    if (ps->dry && !esc) {
+        *out = "";
+        *out_len = 0;
+        ps->p = q + 1;
+        return CF_OK;
+    }
+    char *o;
+    if (ps->dry) {
+        if (ps->sbuf_cap < raw + 1) {
+            ps->sbuf_cap = raw + 1 > 256 ? raw + 1 : 256;
+            ps->sbuf = cf_xrealloc(ps->sbuf, ps->sbuf_cap);
+        }
+        o = ps->sbuf;
+    } else {
+        o = cf_arena_alloc(ps->arena, raw + 1);
+    }
     if (!esc) {
         memcpy(o, s, raw);
         o[raw] = '\0';
@@ -206,7 +228,7 @@ static cf_code parse_number(parser *ps, jnode *n) {
     size_t len = (size_t)(q - s);
     if (len > JSON_MAX_NUMBER_LEN) return perr(ps, s, "'%c' starts a number longer than 1000 characters", "number too long");
     n->integral = integral;
-    n->str = cf_arena_strndup(ps->arena, s, len);
+    n->str = ps->dry ? "" : cf_arena_strndup(ps->arena, s, len);
     n->len = len;
     ps->p = q;
     return CF_OK;
@@ -274,12 +296,13 @@ static cf_code parse_array(parser *ps, jnode *n) {
         jnode *item;
         cf_code rc = parse_value(ps, &item);
         if (rc) return rc;
-        push(ps, item);
+        if (!ps->dry) push(ps, item);
         skip_ws(ps);
         if (ps->p < ps->end && *ps->p == ',') { ps->p++; continue; }
         if (ps->p < ps->end && *ps->p == ']') { ps->p++; break; }
         return perr(ps, ps->p, "'%c' where ',' or ']' was expected", "expected ',' or ']' in an array");
     }
+    if (ps->dry) return CF_OK;
     n->len = ps->sp - base;
     n->items = cf_arena_alloc(ps->arena, n->len * sizeof(jnode *));
     memcpy(n->items, ps->stack + base, n->len * sizeof(jnode *));
@@ -307,16 +330,32 @@ static cf_code parse_object(parser *ps, jnode *n) {
         if (ps->p >= ps->end || *ps->p != ':') return perr(ps, ps->p, "'%c' where ':' was expected", "expected ':' after a field name");
         ps->p++;
         jnode *v;
-        rc = parse_value(ps, &v);
-        if (rc) return rc;
+        if (ps->lazy_key && ps->depth == 1 && !ps->dry && strcmp(k, ps->lazy_key) == 0) {
+            skip_ws(ps);
+            size_t vstart = (size_t)(ps->p - ps->base);
+            ps->dry = true;
+            rc = parse_value(ps, &v);
+            ps->dry = false;
+            if (rc) return rc;
+            v = new_node(ps, JN_RAW, vstart);
+            v->end = (size_t)(ps->p - ps->base);
+            v->str = ps->base + vstart;
+            v->len = v->end - vstart;
+        } else {
+            rc = parse_value(ps, &v);
+            if (rc) return rc;
+        }
+        if (ps->dry) goto next;
         push(ps, (void *)k);
         push(ps, (void *)(uintptr_t)kl);
         push(ps, v);
+    next:
         skip_ws(ps);
         if (ps->p < ps->end && *ps->p == ',') { ps->p++; continue; }
         if (ps->p < ps->end && *ps->p == '}') { ps->p++; break; }
         return perr(ps, ps->p, "'%c' where ',' or '}' was expected", "expected ',' or '}' in an object");
     }
+    if (ps->dry) return CF_OK;
     size_t cnt = (ps->sp - base) / 3;
     jmember *m = cf_arena_alloc(ps->arena, cnt * sizeof *m);
     for (size_t i = 0; i < cnt; i++) {
@@ -375,7 +414,11 @@ static cf_code parse_value(parser *ps, jnode **out) {
 }
 
 cf_code json_parse(cf_arena *arena, const char *data, size_t len, jnode **out, cf_err *err) {
-    parser ps = {.arena = arena, .p = data, .end = data + len, .base = data, .err = err};
+    return json_parse_lazy(arena, data, len, NULL, out, err);
+}
+
+cf_code json_parse_lazy(cf_arena *arena, const char *data, size_t len, const char *lazy_key, jnode **out, cf_err *err) {
+    parser ps = {.arena = arena, .p = data, .end = data + len, .base = data, .err = err, .lazy_key = lazy_key};
     *out = NULL;
     jnode *n = NULL;
     cf_code rc = parse_value(&ps, &n);
@@ -384,6 +427,7 @@ cf_code json_parse(cf_arena *arena, const char *data, size_t len, jnode **out, c
         if (ps.p < ps.end) rc = perr(&ps, ps.p, "'%c' after the end of the value", "trailing data after the JSON value");
     }
     free(ps.stack);
+    free(ps.sbuf);
     if (!rc) *out = n;
     return rc;
 }
@@ -406,6 +450,7 @@ const char *json_type_name(const jnode *n) {
     case JN_STRING: return "STRING";
     case JN_ARRAY: return "ARRAY";
     case JN_OBJECT: return "OBJECT";
+    case JN_RAW: return "RAW";
     }
     return "?";
 }

@@ -27,7 +27,9 @@
 #include "cdcflow/buf.h"
 #include "cdcflow/error.h"
 
-typedef enum jn_type { JN_NULL = 0, JN_FALSE, JN_TRUE, JN_NUMBER, JN_STRING, JN_ARRAY, JN_OBJECT } jn_type;
+/* JN_RAW: a value only checked for syntax (json_parse_lazy); str/len is its
+ * text inside the input, not NUL-terminated. */
+typedef enum jn_type { JN_NULL = 0, JN_FALSE, JN_TRUE, JN_NUMBER, JN_STRING, JN_ARRAY, JN_OBJECT, JN_RAW } jn_type;
 
 typedef struct jnode jnode;
 typedef struct jmember {
@@ -52,6 +54,13 @@ struct jnode {
 /* Parse `len` bytes into a tree allocated in `arena`. On a syntax error the
  * cf_err names the byte offset, line and column. */
 cf_code json_parse(cf_arena *arena, const char *data, size_t len, jnode **out, cf_err *err);
+
+/* As json_parse, but when the top-level value is an object, its member
+ * `lazy_key` (if present) is syntax-checked without building a tree and
+ * left as a JN_RAW node. The JsonConverter uses it for "schema": a cached
+ * schema is found by its text, so its tree is never needed. */
+cf_code json_parse_lazy(cf_arena *arena, const char *data, size_t len, const char *lazy_key, jnode **out,
+                        cf_err *err);
 
 /* Member lookup (NULL if absent). */
 const jnode *json_get(const jnode *obj, const char *key);
