@@ -27,7 +27,14 @@
     X(cf_sink_common_table)      \
     X(cf_files_source_table)     \
     X(cf_stream_source_table)    \
-    X(cf_sink_config_table)
+    X(cf_sink_config_table)             \
+    X(cf_json_converter_table)          \
+    X(cf_string_converter_table)        \
+    X(cf_bytes_converter_table)         \
+    X(cf_extract_new_record_state_table) \
+    X(cf_replace_field_table)           \
+    X(cf_regex_router_table)            \
+    X(cf_timestamp_converter_table)
 
 #define CF_DECLARE_WEAK(sym) extern const cf_cfg_table sym __attribute__((weak));
 CF_CONFIG_TABLES(CF_DECLARE_WEAK)

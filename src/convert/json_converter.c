@@ -188,7 +188,7 @@ static const cf_cfg_def json_defs[] = {
     {.name = NULL},
 };
 
-static const cf_cfg_table json_table = {
+const cf_cfg_table cf_json_converter_table = {
     .name = "json converter",
     .title = "JsonConverter (`json`, `org.apache.kafka.connect.json.JsonConverter`)",
     .intro = "Kafka Connect's JSON format, byte-compatible with Kafka's JsonConverter.",
@@ -1080,7 +1080,7 @@ static const char *const json_aliases[] = {"org.apache.kafka.connect.json.JsonCo
 const cf_converter_plugin cf_json_converter_plugin = {
     .name = "json",
     .aliases = json_aliases,
-    .config = &json_table,
+    .config = &cf_json_converter_table,
     .create = json_create,
     .from_connect = json_from_connect,
     .to_connect = json_to_connect,

@@ -46,7 +46,7 @@ static const cf_cfg_def string_defs[] = {
     {.name = NULL},
 };
 
-static const cf_cfg_table string_table = {
+const cf_cfg_table cf_string_converter_table = {
     .name = "string converter",
     .title = "StringConverter (`string`, `org.apache.kafka.connect.storage.StringConverter`)",
     .intro = "Values as text in one character encoding; the schema read back is an optional string.",
@@ -239,7 +239,7 @@ static const char *const string_aliases[] = {"org.apache.kafka.connect.storage.S
 const cf_converter_plugin cf_string_converter_plugin = {
     .name = "string",
     .aliases = string_aliases,
-    .config = &string_table,
+    .config = &cf_string_converter_table,
     .create = string_create,
     .from_connect = string_from_connect,
     .to_connect = string_to_connect,
@@ -255,7 +255,7 @@ static const cf_cfg_def bytes_defs[] = {
     {.name = NULL},
 };
 
-static const cf_cfg_table bytes_table = {
+const cf_cfg_table cf_bytes_converter_table = {
     .name = "bytes converter",
     .title = "ByteArrayConverter (`bytes`, `org.apache.kafka.connect.converters.ByteArrayConverter`)",
     .intro = "Passes the bytes through; the schema read back is an optional bytes schema.",
@@ -307,7 +307,7 @@ static const char *const bytes_aliases[] = {"org.apache.kafka.connect.converters
 const cf_converter_plugin cf_bytes_converter_plugin = {
     .name = "bytes",
     .aliases = bytes_aliases,
-    .config = &bytes_table,
+    .config = &cf_bytes_converter_table,
     .create = bytes_create,
     .from_connect = bytes_from_connect,
     .to_connect = bytes_to_connect,

@@ -115,7 +115,7 @@ static const cf_cfg_def enrs_defs[] = {
     {.name = NULL},
 };
 
-static const cf_cfg_table enrs_table = {
+const cf_cfg_table cf_extract_new_record_state_table = {
     .name = "ExtractNewRecordState",
     .title = "ExtractNewRecordState (`io.debezium.transforms.ExtractNewRecordState`)",
     .intro = "Flattens Debezium change events to the row state.",
@@ -542,7 +542,7 @@ static const char *const enrs_aliases[] = {"io.debezium.transforms.ExtractNewRec
 const cf_transform_plugin cf_xf_extract_new_record_state = {
     .name = "ExtractNewRecordState",
     .aliases = enrs_aliases,
-    .config = &enrs_table,
+    .config = &cf_extract_new_record_state_table,
     .create = enrs_create,
     .apply = enrs_apply,
     .destroy = enrs_destroy,

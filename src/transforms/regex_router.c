@@ -41,7 +41,7 @@ static const cf_cfg_def rr_defs[] = {
     {.name = NULL},
 };
 
-static const cf_cfg_table rr_table = {
+const cf_cfg_table cf_regex_router_table = {
     .name = "RegexRouter",
     .title = "RegexRouter (`org.apache.kafka.connect.transforms.RegexRouter`)",
     .intro = "Update the record topic using the configured regular expression and replacement string.",
@@ -288,7 +288,7 @@ static const char *const rr_aliases[] = {"org.apache.kafka.connect.transforms.Re
 const cf_transform_plugin cf_xf_regex_router = {
     .name = "RegexRouter",
     .aliases = rr_aliases,
-    .config = &rr_table,
+    .config = &cf_regex_router_table,
     .create = rr_create,
     .apply = rr_apply,
     .destroy = rr_destroy,

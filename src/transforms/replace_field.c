@@ -70,7 +70,7 @@ static const cf_cfg_def rf_defs[] = {
     {.name = NULL},
 };
 
-static const cf_cfg_table rf_table = {
+const cf_cfg_table cf_replace_field_table = {
     .name = "ReplaceField",
     .title = "ReplaceField (`org.apache.kafka.connect.transforms.ReplaceField$Value`, `$Key`)",
     .intro = "Filter or rename fields of the record value or key.",
@@ -219,7 +219,7 @@ static const char *const rf_key_aliases[] = {"org.apache.kafka.connect.transform
 const cf_transform_plugin cf_xf_replace_field_value = {
     .name = "ReplaceField$Value",
     .aliases = rf_value_aliases,
-    .config = &rf_table,
+    .config = &cf_replace_field_table,
     .create = rf_create_value,
     .apply = rf_apply,
     .destroy = rf_destroy_v,
@@ -228,7 +228,7 @@ const cf_transform_plugin cf_xf_replace_field_value = {
 const cf_transform_plugin cf_xf_replace_field_key = {
     .name = "ReplaceField$Key",
     .aliases = rf_key_aliases,
-    .config = &rf_table,
+    .config = &cf_replace_field_table,
     .create = rf_create_key,
     .apply = rf_apply,
     .destroy = rf_destroy_v,

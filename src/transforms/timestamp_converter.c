@@ -90,7 +90,7 @@ static const cf_cfg_def tsc_defs[] = {
     {.name = NULL},
 };
 
-static const cf_cfg_table tsc_table = {
+const cf_cfg_table cf_timestamp_converter_table = {
     .name = "TimestampConverter",
     .title = "TimestampConverter (`org.apache.kafka.connect.transforms.TimestampConverter$Value`, `$Key`)",
     .intro = "Convert timestamps between different formats such as Unix epoch, strings, and Connect Date/Timestamp types.",
@@ -646,7 +646,7 @@ static const char *const tsc_key_aliases[] = {"org.apache.kafka.connect.transfor
 const cf_transform_plugin cf_xf_timestamp_converter_value = {
     .name = "TimestampConverter$Value",
     .aliases = tsc_value_aliases,
-    .config = &tsc_table,
+    .config = &cf_timestamp_converter_table,
     .create = tsc_create_value,
     .apply = tsc_apply,
     .destroy = tsc_destroy,
@@ -655,7 +655,7 @@ const cf_transform_plugin cf_xf_timestamp_converter_value = {
 const cf_transform_plugin cf_xf_timestamp_converter_key = {
     .name = "TimestampConverter$Key",
     .aliases = tsc_key_aliases,
-    .config = &tsc_table,
+    .config = &cf_timestamp_converter_table,
     .create = tsc_create_key,
     .apply = tsc_apply,
     .destroy = tsc_destroy,

@@ -1049,6 +1049,12 @@ static void registryAndConfig(void **st) {
     assert_int_equal(cf_converter_new("org.apache.kafka.connect.json.JsonConverter", NULL, false, &c, &err), CF_OK);
     assert_string_equal(cf_converter_get_plugin(c)->name, "json");
     cf_converter_destroy(c);
+    /* every plugin's table passes the config module's self-check */
+    for (const cf_converter_plugin *const *pl = cf_converter_plugins(); *pl; pl++) {
+        cf_err e;
+        if (cf_cfg_table_check((*pl)->config, &e) != CF_OK) fprintf(stderr, "%s: %s\n", (*pl)->name, e.message);
+        assert_int_equal(cf_cfg_table_check((*pl)->config, NULL), CF_OK);
+    }
 }
 
 int main(void) {

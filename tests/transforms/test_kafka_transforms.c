@@ -524,6 +524,11 @@ static void chainSyntax(void **st) {
     assert_int_equal(cf_transform_chain_new(cc, &c, &err), CF_ERR_CONFIG);
     assert_non_null(strstr(err.message, "transforms.missing.type"));
     cf_props_destroy(cc);
+    /* every plugin: a class name, and a table that passes the config self-check */
+    for (const cf_transform_plugin *const *pl = cf_transform_plugins(); *pl; pl++) {
+        assert_ptr_equal(cf_transform_find((*pl)->aliases[0]), *pl);
+        assert_int_equal(cf_cfg_table_check((*pl)->config, NULL), CF_OK);
+    }
     /* a NULL chain passes records through */
     r = cf_record_new();
     assert_int_equal(cf_transform_chain_apply(NULL, r, &out, &err), CF_OK);
