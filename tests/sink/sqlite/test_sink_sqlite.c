@@ -6,6 +6,9 @@
  * (§3 test vectors V1..V7), kcbq's FieldNameSanitizer rules, and for the
  * end-to-end proof the generator's model of the SOURCE table (cdc_gen.h),
  * never the sink's own output.
+ *
+ * Lives in tests/sink/<target>/ (not a module folder name), so it links
+ * every module library, the target's included.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,8 +20,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "cdc_drive.h"
-#include "cdc_gen.h"
+#include "../cdc_drive.h"
+#include "../cdc_gen.h"
 #include "cdcflow/buf.h"
 #include "cdcflow/sink.h"
 
