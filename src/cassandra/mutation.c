@@ -122,8 +122,21 @@ typedef struct hcol {
     int64_t dropped_time;
 } hcol;
 
+/* The column list of a partition update's header is the same bytes for
+ * every update of a table until its schema changes: resolving the names once
+ * and remembering the result saves the name lookups on every update. */
+#define COLCACHE 16
+typedef struct colcache {
+    const cf_cass_table *table;
+    uint8_t *bytes;
+    size_t len;
+    hcol *cols;
+    size_t n;
+} colcache;
+
 struct cf_cass_decoder {
     const cf_cass_schema *schema;
+    colcache cc[COLCACHE];
     cf_arena *arena;
     int mv;
     /* per update */
@@ -133,6 +146,11 @@ struct cf_cass_decoder {
     const cf_cass_table *table;
     /* error about an unknown column (used to try older table versions) */
     char unknown_col[200];
+    /* recover(): which first two bytes a known table id can start with, so
+     * that scanning a mutation for table ids costs a bit test per byte */
+    uint64_t id_prefix[65536 / 64];
+    const cf_cass_schema *prefix_schema;
+    size_t prefix_count;
 };
 
 cf_cass_decoder *cf_cass_decoder_new(const cf_cass_schema *schema) {
@@ -142,13 +160,26 @@ cf_cass_decoder *cf_cass_decoder_new(const cf_cass_schema *schema) {
     return d;
 }
 
+static void cache_clear(cf_cass_decoder *d) {
+    for (int i = 0; i < COLCACHE; i++) {
+        free(d->cc[i].bytes);
+        free(d->cc[i].cols);
+    }
+    memset(d->cc, 0, sizeof d->cc);
+}
+
 void cf_cass_decoder_destroy(cf_cass_decoder *d) {
     if (!d) return;
+    cache_clear(d);
     cf_arena_destroy(d->arena);
     free(d);
 }
 
-void cf_cass_decoder_set_schema(cf_cass_decoder *d, const cf_cass_schema *schema) { d->schema = schema; }
+void cf_cass_decoder_set_schema(cf_cass_decoder *d, const cf_cass_schema *schema) {
+    cache_clear(d);
+    d->schema = schema;
+    d->prefix_schema = NULL;
+}
 
 const char *cf_cass_bound_kind_name(cf_cass_bound_kind k) {
     static const char *const names[] = {"EXCL_END_BOUND", "INCL_START_BOUND", "EXCL_END_INCL_START_BOUNDARY",
@@ -192,7 +223,38 @@ static inline cf_cass_deletion rd_deletion(cf_cass_decoder *d, cur *c) {
     return x;
 }
 
+static cf_code read_columns_slow(cf_cass_decoder *d, cur *c, hcol **out, size_t *n_out, cf_err *err);
+
 static cf_code read_columns(cf_cass_decoder *d, cur *c, hcol **out, size_t *n_out, cf_err *err) {
+    /* measure the block (count + names) without resolving anything */
+    cur probe = *c;
+    uint32_t n = rd_uvint32(&probe, "column count");
+    for (uint32_t i = 0; i < n && !probe.bad; i++) rd_vbytes(&probe, "column name");
+    if (probe.bad) return read_columns_slow(d, c, out, n_out, err); /* reports the damage */
+    const uint8_t *start = c->p;
+    size_t len = (size_t)(probe.p - start);
+    size_t slot = (((uintptr_t)d->table >> 4) ^ len * 31u ^ start[len - 1] * 7u ^ start[len / 2]) % COLCACHE;
+    colcache *e = &d->cc[slot];
+    if (e->table == d->table && e->len == len && memcmp(e->bytes, start, len) == 0) {
+        c->p = probe.p;
+        *out = e->cols;
+        *n_out = e->n;
+        return CF_OK;
+    }
+    cf_code rc = read_columns_slow(d, c, out, n_out, err);
+    if (rc || c->bad) return rc;
+    free(e->bytes);
+    free(e->cols);
+    e->table = d->table;
+    e->bytes = cf_xmemdup(start, len);
+    e->len = len;
+    e->n = *n_out;
+    e->cols = cf_xmemdup(*out, (*n_out ? *n_out : 1) * sizeof **out);
+    *out = e->cols;
+    return CF_OK;
+}
+
+static cf_code read_columns_slow(cf_cass_decoder *d, cur *c, hcol **out, size_t *n_out, cf_err *err) {
     uint32_t n = rd_uvint32(c, "column count");
     if (c->bad) return CF_OK;
     if (n > (size_t)(c->end - c->p)) { /* every name takes at least one byte */
@@ -572,8 +634,25 @@ static cf_code decode_one(cf_cass_decoder *d, cur *c, cf_cass_mutation *m, uint8
  * updates recovered (0: nothing found, m unchanged). */
 static size_t recover(cf_cass_decoder *d, const uint8_t *p, size_t len, size_t from, cf_cass_mutation *m,
                       size_t *at) {
-    if (!d->schema || cf_cass_schema_table_count(d->schema) == 0) return 0;
+    if (!d->schema) return 0;
+    size_t nt = cf_cass_schema_table_count(d->schema);
+    if (nt == 0) return 0;
+    if (d->prefix_schema != d->schema || d->prefix_count != nt) {
+        memset(d->id_prefix, 0, sizeof d->id_prefix);
+        for (size_t i = 0; i < nt; i++) {
+            const cf_cass_table *t = cf_cass_schema_table_at(d->schema, i);
+            if (!t->has_id) continue;
+            unsigned k = (unsigned)t->id[0] << 8 | t->id[1];
+            d->id_prefix[k / 64] |= 1ULL << (k % 64);
+        }
+        d->prefix_schema = d->schema;
+        d->prefix_count = nt;
+    }
     for (size_t off = from; off + 16 < len; off++) {
+        /* an update follows the END_OF_PARTITION byte (0x01) of the one before */
+        if (p[off - 1] != 0x01) continue;
+        unsigned k = (unsigned)p[off] << 8 | p[off + 1];
+        if (!(d->id_prefix[k / 64] >> (k % 64) & 1)) continue;
         if (!cf_cass_schema_table_by_id(d->schema, p + off)) continue;
         size_t saved = m->n_updates;
         cur c = {p, p + off, p + len, false, NULL, 0};

@@ -563,6 +563,21 @@ cf_code cf_cass_value_to_json(const cf_cql_type *t, const uint8_t *p, size_t len
     return value_json(t, p, len, out, 0);
 }
 
+/* printf-free integer output for the hot JSON paths */
+static void append_i64(cf_buf *b, int64_t v) {
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[n++] = '-';
+    cf_buf_reserve(b, (size_t)n);
+    while (n) b->data[b->len++] = tmp[--n];
+    b->data[b->len] = 0;
+}
+
 /* ---------------- partition updates ---------------- */
 
 static void deletion_json(cf_buf *b, const cf_cass_deletion *d) {
@@ -570,8 +585,11 @@ static void deletion_json(cf_buf *b, const cf_cass_deletion *d) {
         cf_buf_append_str(b, "null");
         return;
     }
-    cf_buf_printf(b, "{\"ts\": %lld, \"local_deletion_time\": %lld}", (long long)d->marked_at,
-                  (long long)d->local_deletion_time);
+    cf_buf_append_str(b, "{\"ts\": ");
+    append_i64(b, d->marked_at);
+    cf_buf_append_str(b, ", \"local_deletion_time\": ");
+    append_i64(b, d->local_deletion_time);
+    cf_buf_append_byte(b, '}');
 }
 
 static void name_json(cf_buf *b, const char *name) { json_str(b, name, strlen(name)); }
@@ -640,18 +658,25 @@ static void cell_json(cf_buf *b, const cf_cass_column_data *cd, const cf_cass_ce
         cf_buf_append_str(b, "null");
     else
         cf_cass_value_to_json(vt, c->value.p, c->value.len, b);
-    cf_buf_printf(b, ", \"ts\": %lld, \"ttl\": ", (long long)c->ts);
+    cf_buf_append_str(b, ", \"ts\": ");
+    append_i64(b, c->ts);
+    cf_buf_append_str(b, ", \"ttl\": ");
     if (c->expiring)
-        cf_buf_printf(b, "%d", c->ttl);
+        append_i64(b, c->ttl);
     else
         cf_buf_append_str(b, "null");
-    cf_buf_printf(b, ", \"deleted\": %s", c->deleted ? "true" : "false");
-    if (c->deleted || c->expiring) cf_buf_printf(b, ", \"local_deletion_time\": %lld", (long long)c->local_deletion_time);
+    cf_buf_append_str(b, c->deleted ? ", \"deleted\": true" : ", \"deleted\": false");
+    if (c->deleted || c->expiring) {
+        cf_buf_append_str(b, ", \"local_deletion_time\": ");
+        append_i64(b, c->local_deletion_time);
+    }
     cf_buf_append_byte(b, '}');
 }
 
 static void row_json(cf_buf *b, const cf_cass_table *t, const cf_cass_row *r) {
-    cf_buf_printf(b, "{\"kind\": \"%s\"", cf_cass_row_kind_name(r->kind));
+    cf_buf_append_str(b, "{\"kind\": \"");
+    cf_buf_append_str(b, cf_cass_row_kind_name(r->kind));
+    cf_buf_append_byte(b, '"');
     if (r->kind == CF_CASS_RT_BOUND || r->kind == CF_CASS_RT_BOUNDARY)
         cf_buf_printf(b, ", \"bound\": \"%s\"", cf_cass_bound_kind_name(r->bound));
     cf_buf_append_str(b, ", \"clustering\": ");
@@ -667,9 +692,11 @@ static void row_json(cf_buf *b, const cf_cass_table *t, const cf_cass_row *r) {
         return;
     }
     if (r->has_liveness) {
-        cf_buf_printf(b, ", \"ts\": %lld, \"ttl\": ", (long long)r->ts);
+        cf_buf_append_str(b, ", \"ts\": ");
+        append_i64(b, r->ts);
+        cf_buf_append_str(b, ", \"ttl\": ");
         if (r->ttl != CF_CASS_NO_TTL)
-            cf_buf_printf(b, "%d", r->ttl);
+            append_i64(b, r->ttl);
         else
             cf_buf_append_str(b, "null");
     } else {
@@ -725,11 +752,17 @@ void cf_cass_update_to_json(const cf_cass_update *u, const char *segment, int64_
     cf_cass_uuid_format(u->table_id, id);
     cf_buf_append_str(b, "{\"segment\": ");
     json_str(b, segment, strlen(segment));
-    cf_buf_printf(b, ", \"position\": %lld, \"keyspace\": ", (long long)position);
+    cf_buf_append_str(b, ", \"position\": ");
+    append_i64(b, position);
+    cf_buf_append_str(b, ", \"keyspace\": ");
     name_json(b, t->keyspace);
     cf_buf_append_str(b, ", \"table\": ");
     name_json(b, t->name);
-    cf_buf_printf(b, ", \"table_id\": \"%s\", \"token\": %lld, \"key\": {", id, (long long)u->token);
+    cf_buf_append_str(b, ", \"table_id\": \"");
+    cf_buf_append_str(b, id);
+    cf_buf_append_str(b, "\", \"token\": ");
+    append_i64(b, u->token);
+    cf_buf_append_str(b, ", \"key\": {");
     size_t npk = t->n_partition_key;
     const uint8_t *comp[64];
     size_t clen[64];

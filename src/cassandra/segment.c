@@ -20,6 +20,7 @@
 #include <lz4.h>
 #include <openssl/evp.h>
 #include <snappy-c.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +186,9 @@ static cf_code parse_params(cf_cass_segment_info *out, const char *name, cf_err 
 
 cf_code cf_cass_header_parse(const uint8_t *p, size_t len, const char *name, cf_cass_segment_info *out,
                              cf_err *err) {
-    memset(out, 0, sizeof *out);
+    memset(out, 0, offsetof(cf_cass_segment_info, params)); /* params is 64 KiB: set below */
+    out->params[0] = 0;
+    memset(&out->compression, 0, sizeof *out - offsetof(cf_cass_segment_info, compression));
     if (len < 4) return cf_err_set(err, CF_ERR_EOF, "commit log segment %s: header not complete yet", name);
     int32_t version = (int32_t)be32(p);
     if (version < CF_CASS_LOG_VERSION_30) {
@@ -285,7 +288,13 @@ static cf_code io_error(cf_cass_segment *s, int64_t off, cf_err *err) {
 
 static cf_code open_common(cf_cass_segment *s, const cf_cass_segment_opts *opts, cf_err *err) {
     uint8_t head[14 + 65535 + 4];
-    ssize_t n = read_at(s, 0, head, sizeof head);
+    /* read the fixed part first, then only as many parameter bytes as announced */
+    ssize_t n = read_at(s, 0, head, 14);
+    if (n == 14) {
+        size_t want = 14 + ((size_t)head[12] << 8 | head[13]) + 4;
+        ssize_t m = read_at(s, 14, head + 14, want - 14);
+        n = m < 0 ? m : 14 + m;
+    }
     if (n < 0) return io_error(s, 0, err);
     cf_code rc = cf_cass_header_parse(head, (size_t)n, s->name, &s->info, err);
     if (rc == CF_ERR_EOF) {

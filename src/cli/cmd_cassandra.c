@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cdcflow/buf.h"
+#include "cdcflow/cassandra_cql.h"
 #include "cdcflow/cassandra_log.h"
 #include "cdcflow/cassandra_mutation.h"
 #include "cdcflow/cassandra_schema.h"
@@ -319,7 +320,7 @@ static int run(int argc, char **argv) {
         return usage("cassandra: expected the subcommand \"dump\"%s", argc >= 2 ? "" : " (none given)");
     const char *schema_files[64];
     int n_schema = 0;
-    const char *cql = NULL, *key_file = NULL;
+    const char *cql = NULL, *key_file = NULL, *cql_user = NULL;
     bool stats = false, follow = false;
     int poll_ms = 1000;
     char *paths[4096];
@@ -331,6 +332,8 @@ static int run(int argc, char **argv) {
             schema_files[n_schema++] = argv[++i];
         } else if (strcmp(a, "--cql") == 0 && i + 1 < argc) {
             cql = argv[++i];
+        } else if (strcmp(a, "--cql-user") == 0 && i + 1 < argc) {
+            cql_user = argv[++i];
         } else if (strcmp(a, "--key-file") == 0 && i + 1 < argc) {
             key_file = argv[++i];
         } else if (strcmp(a, "--stats") == 0) {
@@ -349,14 +352,39 @@ static int run(int argc, char **argv) {
     }
     if (n_paths == 0) return usage("cassandra dump: no commit log segment or directory given%s", "");
     if (cql && n_schema) return usage("cassandra dump: give either --schema or --cql, not both%s", "");
-    if (cql) {
-        fprintf(stderr, "cdcflow: cassandra dump --cql %s: reading the schema over the CQL native protocol is not "
-                        "available in this build yet\nHINT:  Export the schema with cqlsh -e \"DESCRIBE SCHEMA\" "
-                        "(WITH INTERNALS keeps table ids and dropped columns) and pass it with --schema.\n", cql);
-        return CF_EXIT_USAGE;
-    }
     cf_cass_schema *schema = cf_cass_schema_new();
     cf_err err;
+    if (cql) {
+        char host[256];
+        int port = 9042;
+        const char *colon = strrchr(cql, ':');
+        if (colon && colon[1]) {
+            char *end;
+            long p = strtol(colon + 1, &end, 10);
+            if (*end || p <= 0 || p > 65535) {
+                cf_cass_schema_destroy(schema);
+                return usage("cassandra dump: invalid --cql \"%s\" (want HOST:PORT)", cql);
+            }
+            port = (int)p;
+            snprintf(host, sizeof host, "%.*s", (int)(colon - cql), cql);
+        } else {
+            snprintf(host, sizeof host, "%s", cql);
+        }
+        cf_cql_options o = {.host = host, .port = port, .username = cql_user,
+                            .password = cql_user ? getenv("CDCFLOW_CQL_PASSWORD") : NULL};
+        cf_cql_conn *conn;
+        cf_code rc = cf_cql_connect(&o, &conn, &err);
+        if (rc == CF_OK) {
+            rc = cf_cql_load_schema(conn, NULL, schema, &err);
+            cf_cql_close(conn);
+        }
+        if (rc) {
+            cf_cli_print_err(&err);
+            cf_cass_schema_destroy(schema);
+            return rc == CF_ERR_CONFIG ? CF_EXIT_USAGE : CF_EXIT_RUNTIME;
+        }
+        CF_INFO(COMP, "schema of %zu table(s) read from %s:%d", cf_cass_schema_table_count(schema), host, port);
+    }
     for (int i = 0; i < n_schema; i++) {
         if (cf_cass_ddl_parse_file(schema, schema_files[i], &err)) {
             cf_cli_print_err(&err);
@@ -364,7 +392,7 @@ static int run(int argc, char **argv) {
             return CF_EXIT_USAGE;
         }
     }
-    if (!n_schema) CF_WARN(COMP, "no --schema given: every mutation is skipped, only counted");
+    if (!n_schema && !cql) CF_WARN(COMP, "no --schema or --cql given: every mutation is skipped, only counted");
     dump_ctx c;
     memset(&c, 0, sizeof c);
     uint8_t key[32];
@@ -411,8 +439,8 @@ static int run(int argc, char **argv) {
 const cf_command cf_cmd_cassandra = {
     "cassandra",
     "decode Cassandra commit log segments (commitlog, cdc_raw) to JSON",
-    "Usage: cdcflow cassandra dump [--schema FILE.cql]... [--key-file FILE] [--stats]\n"
-    "                              [--follow [--poll-ms N]] PATH...\n"
+    "Usage: cdcflow cassandra dump [--schema FILE.cql... | --cql HOST:PORT [--cql-user USER]]\n"
+    "                              [--key-file FILE] [--stats] [--follow [--poll-ms N]] PATH...\n"
     "\n"
     "Reads Cassandra commit log segments (CommitLog-<version>-<id>.log, versions 6 = 3.0/3.11,\n"
     "7 = 4.0/4.1/5.0, 8 = 5.0 with storage_compatibility_mode NONE; plain, LZ4, Snappy, Deflate,\n"
@@ -425,7 +453,10 @@ const cf_command cf_cmd_cassandra = {
     "                     Repeatable. Load every user table: a mutation (batch) whose first table is\n"
     "                     unknown is skipped whole and counted; one mixing known and unknown tables\n"
     "                     is reported as an error after its decodable part is printed.\n"
-    "  --cql HOST:PORT    read the schema from a live node (not available in this build yet).\n"
+    "  --cql HOST:PORT    read the schema of every non-system keyspace from a live node over the\n"
+    "                     CQL native protocol (system_schema tables: ids, dropped columns, types).\n"
+    "  --cql-user USER    user for --cql when the node asks for authentication; the password is\n"
+    "                     taken from the environment variable CDCFLOW_CQL_PASSWORD.\n"
     "  --key-file FILE    AES key of encrypted segments (transparent data encryption), as hex\n"
     "                     (16, 24 or 32 bytes); the key of the alias named in the segment header.\n"
     "  --stats            print counts to stderr at the end: segments, sections, mutations,\n"
@@ -461,7 +492,7 @@ const cf_command cf_cmd_cassandra = {
     "length skips the rest of the sync section, a bad sync marker skips to the next valid one.\n"
     "Segments older than Cassandra 3.0 (version < 6) are refused with a message.\n"
     "\n"
-    "Exit codes: 0 ok; 1 I/O failure; 2 usage error (bad option, missing path, encrypted segment\n"
+    "Exit codes: 0 ok; 1 I/O failure or --cql node unreachable; 2 usage error (bad option, missing path, encrypted segment\n"
     "without key, schema file that does not parse); 3 finished but corruption or schema\n"
     "mismatches were reported.\n"
     "\n"
