@@ -144,6 +144,48 @@ static void test_gen_small(void **state) {
     }
 }
 
+/* tableMaxStaleness on PostgreSQL: staged, applied in the background and at
+ * shutdown; the result is the same source state. */
+static void test_gen_staleness(void **state) {
+    (void)state;
+    run_gen(GEN_REWRITE, "version", 3000, 300, 1, 7, 1);
+    run_gen(GEN_ENVELOPE, NULL, 3000, 300, 1, 8, 1);
+}
+
+/* The <table>_fresh view merges staged changes: equal to the source state
+ * at any moment, before or after the background apply. */
+static void test_fresh_view(void **state) {
+    (void)state;
+    gen g;
+    gen_init(&g, 13, GEN_REWRITE, 50, 1, TOPIC);
+    for (int i = 0; i < 400; i++) gen_step(&g);
+    fresh_schema();
+    cf_sink_options o;
+    opts_for(&o);
+    o.max_staleness_s = 3600; /* no background apply during the test */
+    cf_sink *s;
+    cf_err e;
+    assert_int_equal(cf_sink_new(&o, &cf_sink_target_postgres, &s, &e), CF_OK);
+    size_t half = g.n_recs[0] / 2;
+    assert_int_equal(cf_sink_put(s, g.recs[0], half, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    assert_int_equal(cf_sink_apply_staged(s, &e), CF_OK); /* half applied, half staged */
+    assert_int_equal(cf_sink_put(s, g.recs[0] + half, g.n_recs[0] - half, &e), CF_OK);
+    assert_int_equal(cf_sink_flush(s, &e), CF_OK);
+    size_t n;
+    char **rows = read_rows(TABLE "_fresh", &n);
+    assert_int_equal(diff_model(&g, rows, n), 0);
+    free_rows(rows, n);
+    rows = read_rows(TABLE, &n); /* the table itself is stale */
+    assert_true(diff_model(&g, rows, n) > 0);
+    free_rows(rows, n);
+    cf_sink_destroy(s); /* applies what is staged */
+    rows = read_rows(TABLE, &n);
+    assert_int_equal(diff_model(&g, rows, n), 0);
+    free_rows(rows, n);
+    gen_free(&g);
+}
+
 static void test_gen_100k(void **state) {
     (void)state;
     run_gen(GEN_REWRITE, "version", 100000, 5000, 1, 42, 0);
@@ -206,6 +248,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_primary_key),
         cmocka_unit_test(test_gen_small),
+        cmocka_unit_test(test_gen_staleness),
+        cmocka_unit_test(test_fresh_view),
         cmocka_unit_test(test_gen_100k),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -326,7 +326,8 @@ static void test_seed32(void **state) {
 
 /* ---------------- generator runs ---------------- */
 
-static void run_gen(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed) {
+static void run_gen_st(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed,
+                       int64_t staleness) {
     gen g;
     gen_init(&g, seed, shape, n_keys, 4, TOPIC);
     for (int i = 0; i < n_ops; i++) gen_step(&g);
@@ -335,6 +336,7 @@ static void run_gen(gen_shape shape, const char *seq_field, int n_ops, int32_t n
     opts_for(&o);
     o.seq_field = seq_field;
     o.batch_max_records = 5000;
+    o.max_staleness_s = staleness;
     drive_stats ds;
     cf_err e;
     cf_err_clear(&e);
@@ -354,6 +356,16 @@ static void run_gen(gen_shape shape, const char *seq_field, int n_ops, int32_t n
     assert_int_equal(d, 0);
     free_rows(rows, n);
     gen_free(&g);
+}
+
+static void run_gen(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed) {
+    run_gen_st(shape, seq_field, n_ops, n_keys, chaos, seed, 0);
+}
+
+static void test_gen_staleness(void **state) {
+    (void)state;
+    run_gen_st(GEN_REWRITE, "version", 3000, 300, 1, 5, 1);
+    run_gen_st(GEN_ENVELOPE, NULL, 3000, 300, 1, 6, 1);
 }
 
 static void test_gen_small_all_shapes(void **state) {
@@ -711,6 +723,7 @@ int main(void) {
         cmocka_unit_test(test_staleness),
         cmocka_unit_test(test_concurrent_schema_updates),
         cmocka_unit_test(test_gen_small_all_shapes),
+        cmocka_unit_test(test_gen_staleness),
         cmocka_unit_test(test_gen_100k),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
