@@ -176,6 +176,7 @@ static bool load_convert(const char *s, size_t n, cf_buf *out, int line, cf_err 
             cf_buf_append_byte(out, (uint8_t)c);
         }
     }
+    cf_buf_append(out, "", 0); /* NUL-terminate even when nothing was appended */
     return true;
 }
 

@@ -196,6 +196,13 @@ static void test_empty(void **state) {
     p = load("\n\n# only comments\n");
     assert_int_equal(cf_props_count(p), 0);
     cf_props_destroy(p);
+    /* an empty value on the very first line (found by fuzz_config_parse) */
+    p = load("{\"n{");
+    expect(p, "{\"n{", "");
+    cf_props_destroy(p);
+    p = load("=");
+    expect(p, "", "");
+    cf_props_destroy(p);
 }
 
 int main(void) {
