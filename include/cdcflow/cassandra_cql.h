@@ -1,14 +1,17 @@
 /*
- * cdcflow/cassandra_cql.h - a small CQL native protocol client (protocol v4,
+ * cdcflow/cassandra_cql.h - a small CQL native protocol client (protocol v5 and v4,
  * plain TCP, blocking with timeouts): enough to read Cassandra's schema into
  * the cassandra_schema.h model and to follow schema changes.
  *
+ * Protocol v5 (Cassandra 4.0+) with its CRC-checked segment framing (CRC24
+ * header, CRC32 payload, envelopes split across segments when larger than
+ * 128 KiB), or v4 (Cassandra 3.x .. 5.0).
  * What it does: STARTUP (with PLAIN SASL authentication when the server asks),
  * QUERY with result paging, RESULT Rows decoding (all column types skipped or
  * kept as raw bytes), ERROR frames as cf_err, REGISTER for SCHEMA_CHANGE and
- * EVENT frames (queued while a response is awaited). Not done: protocol v5
- * framing (v4 is offered; Cassandra 3.0 .. 5.0 all accept it), compression,
- * TLS, prepared statements, several hosts.
+ * EVENT frames (queued while a response is awaited). Not done: compression
+ * (v4 LZ4/Snappy, v5 compressed segments), TLS, prepared statements, several
+ * hosts, the v5 USE_BETA flag.
  *
  * Schema loading runs `SELECT JSON * FROM system_schema.<t>` for keyspaces,
  * tables, views, columns, dropped_columns and types, and hands the rows to
@@ -42,6 +45,9 @@ typedef struct cf_cql_options {
     const char *username;      /* PLAIN auth if the server asks (NULL: fail then) */
     const char *password;
     int page_size;             /* rows per page, default 1000 */
+    /* 4 or 5; 0 = cf_cql_connect tries v5 and falls back to v4 on a new
+     * connection, cf_cql_connect_fd uses v4 */
+    int protocol_version;
     /* If set, every frame the server sends is appended to this file (9-byte
      * header + body, as received), to make fixtures from a real server. */
     const char *record_path;
@@ -53,7 +59,8 @@ typedef struct cf_cql_options {
 #define CF_CQL_LOCAL_ONE 0x000A
 #define CF_CQL_LOCAL_QUORUM 0x0006
 
-/* Connect and send STARTUP (CQL_VERSION 3.0.0); authenticates with
+/* Connect and send STARTUP (CQL_VERSION 3.0.0) with the chosen protocol
+ * version (see protocol_version); authenticates with
  * PLAIN if asked. Errors: CF_ERR_TRANSPORT (connect, timeout, peer closed),
  * CF_ERR_CONFIG (authentication needed/refused), CF_ERR_CORRUPT (bad frame). */
 cf_code cf_cql_connect(const cf_cql_options *opt, cf_cql_conn **out, cf_err *err);
@@ -113,7 +120,7 @@ typedef struct cf_cql_event {
  * in while a query was running are returned first). CF_ERR_AGAIN on timeout. */
 cf_code cf_cql_next_event(cf_cql_conn *c, int timeout_ms, cf_cql_event *ev, cf_err *err);
 
-/* The protocol version in use (4). */
+/* The protocol version in use (4 or 5). */
 int cf_cql_protocol_version(const cf_cql_conn *c);
 
 #ifdef __cplusplus

@@ -25,8 +25,8 @@
 
 #include "cdcflow/buf.h"
 
-#define PROTO_VERSION 4
 #define HDR_LEN 9
+#define SEG_MAX_PAYLOAD (128 * 1024 - 1) /* v5 segments: 17-bit payload length */
 #define MAX_FRAME (256u * 1024 * 1024) /* Cassandra's native_transport_max_frame_size ceiling */
 
 enum {
@@ -45,6 +45,10 @@ enum {
 
 struct cf_cql_conn {
     int fd;
+    int version;     /* 4 or 5 */
+    bool framed;     /* v5: envelopes travel inside CRC-checked segments (after STARTUP) */
+    uint8_t *in;     /* v5: payload bytes of received segments not consumed yet */
+    size_t in_len, in_pos;
     char *host;
     int port;
     int request_timeout_ms;
@@ -125,6 +129,110 @@ static cf_code write_full(cf_cql_conn *c, const uint8_t *buf, size_t n, int64_t 
         }
         put += (size_t)r;
     }
+    return CF_OK;
+}
+
+
+/* ---- protocol v5 segments (native_protocol_v5.spec section 2; Cassandra's
+ * FrameEncoderCrc/FrameDecoderCrc and net/Crc.java): a 6-byte header, 3 bytes
+ * little-endian (payload length | self-contained << 17) and their CRC24, then
+ * the payload and its CRC32 (zlib CRC32 seeded with FA 2D 55 CA), little-
+ * endian. Payloads concatenate into the stream of envelopes. ---- */
+
+#include <zlib.h>
+
+static uint32_t crc24(uint64_t bytes, int len) {
+    uint32_t crc = 0x875060;
+    while (len-- > 0) {
+        crc ^= (uint32_t)(bytes & 0xff) << 16;
+        bytes >>= 8;
+        for (int i = 0; i < 8; i++) {
+            crc <<= 1;
+            if (crc & 0x1000000) crc ^= 0x1974F0B;
+        }
+    }
+    return crc & 0xffffff;
+}
+
+static uint32_t seg_crc32(const uint8_t *p, size_t n) {
+    static const uint8_t init[4] = {0xFA, 0x2D, 0x55, 0xCA};
+    uLong c = crc32(0L, Z_NULL, 0);
+    c = crc32(c, init, 4);
+    c = crc32(c, p, (uInt)n);
+    return (uint32_t)c;
+}
+
+static cf_code read_segment(cf_cql_conn *c, int64_t deadline, cf_err *err) {
+    uint8_t h[6];
+    cf_code rc = read_full(c, h, 6, deadline, err);
+    if (rc) return rc;
+    uint32_t hdr = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16;
+    uint32_t hcrc = (uint32_t)h[3] | (uint32_t)h[4] << 8 | (uint32_t)h[5] << 16;
+    if (crc24(hdr, 3) != hcrc) {
+        cf_err_set(err, CF_ERR_CORRUPT, "CQL protocol v5: segment header CRC24 mismatch");
+        cf_err_detail(err, "header %06x, crc %06x, computed %06x", hdr, hcrc, crc24(hdr, 3));
+        cf_err_where(err, "%s:%d", c->host ? c->host : "fd", c->port);
+        return CF_ERR_CORRUPT;
+    }
+    size_t n = hdr & 0x1ffff;
+    uint8_t *buf = cf_xmalloc(n + 4);
+    rc = read_full(c, buf, n + 4, deadline, err);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    uint32_t want = (uint32_t)buf[n] | (uint32_t)buf[n + 1] << 8 | (uint32_t)buf[n + 2] << 16 | (uint32_t)buf[n + 3] << 24;
+    if (seg_crc32(buf, n) != want) {
+        free(buf);
+        cf_err_set(err, CF_ERR_CORRUPT, "CQL protocol v5: segment payload CRC32 mismatch");
+        cf_err_detail(err, "payload of %zu bytes", n);
+        cf_err_where(err, "%s:%d", c->host ? c->host : "fd", c->port);
+        return CF_ERR_CORRUPT;
+    }
+    /* append to what is left of the previous payload */
+    size_t left = c->in_len - c->in_pos;
+    uint8_t *nb = cf_xmalloc(left + n + 1);
+    if (left) memcpy(nb, c->in + c->in_pos, left);
+    memcpy(nb + left, buf, n);
+    free(buf);
+    free(c->in);
+    c->in = nb;
+    c->in_len = left + n;
+    c->in_pos = 0;
+    return CF_OK;
+}
+
+/* Envelope bytes: straight from the socket (v4, and v5 before framing
+ * starts) or from segment payloads. */
+static cf_code read_env(cf_cql_conn *c, uint8_t *buf, size_t n, int64_t deadline, cf_err *err) {
+    if (!c->framed) return read_full(c, buf, n, deadline, err);
+    while (c->in_len - c->in_pos < n) {
+        cf_code rc = read_segment(c, deadline, err);
+        if (rc) return rc;
+    }
+    memcpy(buf, c->in + c->in_pos, n);
+    c->in_pos += n;
+    return CF_OK;
+}
+
+static cf_code write_env(cf_cql_conn *c, const uint8_t *env, size_t n, int64_t deadline, cf_err *err) {
+    if (!c->framed) return write_full(c, env, n, deadline, err);
+    bool self_contained = n <= SEG_MAX_PAYLOAD;
+    size_t off = 0;
+    do {
+        size_t chunk = n - off > SEG_MAX_PAYLOAD ? SEG_MAX_PAYLOAD : n - off;
+        uint32_t hdr = (uint32_t)chunk | (self_contained ? 1u << 17 : 0);
+        uint32_t hc = crc24(hdr, 3);
+        uint32_t pc = seg_crc32(env + off, chunk);
+        uint8_t h[6] = {(uint8_t)hdr, (uint8_t)(hdr >> 8), (uint8_t)(hdr >> 16),
+                        (uint8_t)hc,  (uint8_t)(hc >> 8),  (uint8_t)(hc >> 16)};
+        uint8_t t[4] = {(uint8_t)pc, (uint8_t)(pc >> 8), (uint8_t)(pc >> 16), (uint8_t)(pc >> 24)};
+        cf_code rc = write_full(c, h, 6, deadline, err);
+        if (!rc) rc = write_full(c, env + off, chunk, deadline, err);
+        if (!rc) rc = write_full(c, t, 4, deadline, err);
+        if (rc) return rc;
+        off += chunk;
+    } while (off < n);
     return CF_OK;
 }
 
@@ -259,27 +367,34 @@ static cf_code corrupt(cf_cql_conn *c, cf_err *err, const char *what, uint8_t op
 
 static cf_code send_frame(cf_cql_conn *c, uint8_t opcode, int16_t stream, const cf_buf *body, int64_t deadline,
                           cf_err *err) {
-    uint8_t h[HDR_LEN];
     uint32_t len = (uint32_t)(body ? body->len : 0);
-    h[0] = PROTO_VERSION;
-    h[1] = 0;
-    h[2] = (uint8_t)((uint16_t)stream >> 8);
-    h[3] = (uint8_t)stream;
-    h[4] = opcode;
-    h[5] = (uint8_t)(len >> 24), h[6] = (uint8_t)(len >> 16), h[7] = (uint8_t)(len >> 8), h[8] = (uint8_t)len;
-    cf_code rc = write_full(c, h, HDR_LEN, deadline, err);
-    if (!rc && len) rc = write_full(c, (const uint8_t *)body->data, len, deadline, err);
+    uint8_t *env = cf_xmalloc(HDR_LEN + len);
+    env[0] = (uint8_t)c->version;
+    env[1] = 0;
+    env[2] = (uint8_t)((uint16_t)stream >> 8);
+    env[3] = (uint8_t)stream;
+    env[4] = opcode;
+    env[5] = (uint8_t)(len >> 24), env[6] = (uint8_t)(len >> 16), env[7] = (uint8_t)(len >> 8), env[8] = (uint8_t)len;
+    if (len) memcpy(env + HDR_LEN, body->data, len);
+    cf_code rc = write_env(c, env, HDR_LEN + len, deadline, err);
+    free(env);
     return rc;
 }
 
 static cf_code recv_frame(cf_cql_conn *c, int64_t deadline, uint8_t *opcode, int16_t *stream, uint8_t **body,
                           size_t *len, cf_err *err) {
     uint8_t h[HDR_LEN];
-    cf_code rc = read_full(c, h, HDR_LEN, deadline, err);
+    cf_code rc = read_env(c, h, HDR_LEN, deadline, err);
     if (rc) return rc;
-    if (h[0] != (0x80 | PROTO_VERSION)) {
+    if (h[0] != (0x80 | c->version)) {
+        /* a server that does not speak our version answers in its own */
+        if ((h[0] & 0x80) && (h[0] & 0x7f) >= 3 && (h[0] & 0x7f) < c->version && h[4] == OP_ERROR) {
+            cf_err_set(err, CF_ERR_UNSUPPORTED, "Cassandra does not support CQL protocol v%d", c->version);
+            cf_err_detail(err, "it answered in protocol v%d", h[0] & 0x7f);
+            return CF_ERR_UNSUPPORTED;
+        }
         cf_err_set(err, CF_ERR_CORRUPT, "CQL protocol: unexpected frame version byte 0x%02x", h[0]);
-        cf_err_detail(err, "expected 0x84 (a protocol v4 response)");
+        cf_err_detail(err, "expected 0x%02x (a protocol v%d response)", 0x80 | c->version, c->version);
         cf_err_hint(err, "is this a Cassandra native transport port (usually 9042)?");
         cf_err_where(err, "%s:%d", c->host ? c->host : "fd", c->port);
         return CF_ERR_CORRUPT;
@@ -295,7 +410,7 @@ static cf_code recv_frame(cf_cql_conn *c, int64_t deadline, uint8_t *opcode, int
         return CF_ERR_CORRUPT;
     }
     uint8_t *b = cf_xmalloc(n ? n : 1);
-    rc = read_full(c, b, n, deadline, err);
+    rc = read_env(c, b, n, deadline, err);
     if (rc) {
         free(b);
         return rc;
@@ -438,6 +553,8 @@ static cf_code startup(cf_cql_conn *c, cf_err *err) {
     cf_code rc = request(c, OP_STARTUP, &b, "STARTUP", &op, &body, &len, err);
     cf_buf_free(&b);
     if (rc) return rc;
+    /* v5: the STARTUP response is the last envelope outside segments */
+    if (c->version >= 5) c->framed = true;
     if (op == OP_READY) {
         free(body);
         return CF_OK;
@@ -487,6 +604,7 @@ static cf_cql_conn *conn_new(int fd, const cf_cql_options *opt, cf_err *err, cf_
     if (opt && opt->username) c->username = cf_xstrdup(opt->username);
     if (opt && opt->password) c->password = cf_xstrdup(opt->password);
     c->next_stream = 1;
+    c->version = opt && opt->protocol_version == 5 ? 5 : 4;
     *rc = CF_OK;
     if (opt && opt->record_path) {
         c->rec = fopen(opt->record_path, "ab");
@@ -510,11 +628,7 @@ cf_code cf_cql_connect_fd(int fd, const cf_cql_options *opt, cf_cql_conn **out, 
     return CF_OK;
 }
 
-cf_code cf_cql_connect(const cf_cql_options *opt, cf_cql_conn **out, cf_err *err) {
-    *out = NULL;
-    const char *host = opt && opt->host ? opt->host : "127.0.0.1";
-    int port = opt && opt->port ? opt->port : 9042;
-    int cto = opt && opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
+static cf_code open_socket(const char *host, int port, int cto, int *out_fd, cf_err *err) {
     char ports[16];
     snprintf(ports, sizeof ports, "%d", port);
     struct addrinfo hints = {0}, *res = NULL;
@@ -558,7 +672,30 @@ cf_code cf_cql_connect(const cf_cql_options *opt, cf_cql_conn **out, cf_err *err
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return cf_cql_connect_fd(fd, opt, out, err);
+    *out_fd = fd;
+    return CF_OK;
+}
+
+cf_code cf_cql_connect(const cf_cql_options *opt, cf_cql_conn **out, cf_err *err) {
+    *out = NULL;
+    const char *host = opt && opt->host ? opt->host : "127.0.0.1";
+    int port = opt && opt->port ? opt->port : 9042;
+    int cto = opt && opt->connect_timeout_ms > 0 ? opt->connect_timeout_ms : 5000;
+    int want = opt ? opt->protocol_version : 0;
+    if (want != 0 && want != 4 && want != 5)
+        return cf_err_set(err, CF_ERR_CONFIG, "CQL protocol version %d is not supported (use 4 or 5)", want);
+    cf_cql_options o = opt ? *opt : (cf_cql_options){0};
+    /* 0: v5 first, then v4 on a fresh connection (a server that does not
+     * know v5 answers with a protocol error in its own version) */
+    for (int v = want ? want : 5; v >= (want ? want : 4); v--) {
+        int fd = -1;
+        cf_code rc = open_socket(host, port, cto, &fd, err);
+        if (rc) return rc;
+        o.protocol_version = v;
+        rc = cf_cql_connect_fd(fd, &o, out, err);
+        if (rc == CF_OK || want || rc != CF_ERR_UNSUPPORTED) return rc;
+    }
+    return CF_ERR_UNSUPPORTED;
 }
 
 void cf_cql_close(cf_cql_conn *c) {
@@ -569,13 +706,11 @@ void cf_cql_close(cf_cql_conn *c) {
     free(c->username);
     free(c->password);
     free(c->events);
+    free(c->in);
     free(c);
 }
 
-int cf_cql_protocol_version(const cf_cql_conn *c) {
-    (void)c;
-    return PROTO_VERSION;
-}
+int cf_cql_protocol_version(const cf_cql_conn *c) { return c ? c->version : 0; }
 
 /* ---- queries ---- */
 
@@ -616,6 +751,10 @@ static cf_code parse_result(cf_cql_conn *c, cf_cql_result *r, const uint8_t *bod
     int32_t ncol = rd_i32(&d);
     if (d.bad || ncol < 0 || ncol > 65535) return corrupt(c, err, "rows metadata", OP_RESULT, len);
     if (flags & 0x0002) *paging = rd_bytes(&d);
+    if (flags & 0x0008) { /* v5 METADATA_CHANGED: [short bytes] new_metadata_id */
+        uint16_t k = rd_u16(&d);
+        if (need(&d, k)) d.pos += k;
+    }
     if (!(flags & 0x0004)) {
         bool global = flags & 0x0001;
         size_t n;
@@ -675,7 +814,8 @@ cf_code cf_cql_query(cf_cql_conn *c, const char *cql, uint16_t consistency, cf_c
         put_u16(&b, consistency);
         uint8_t flags = 0x04; /* page size */
         if (keep_state) flags |= 0x08;
-        cf_buf_append_byte(&b, flags);
+        if (c->version >= 5) put_i32(&b, flags); /* v5: query flags are an [int] */
+        else cf_buf_append_byte(&b, flags);
         put_i32(&b, c->page_size);
         if (keep_state) {
             put_i32(&b, (int32_t)keep_len);
@@ -819,7 +959,8 @@ cf_code cf_cql_next_event(cf_cql_conn *c, int timeout_ms, cf_cql_event *ev, cf_e
         }
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
         int64_t left = deadline - now_ms();
-        int r = poll(&p, 1, left > 0 ? (int)left : 0);
+        /* v5: bytes of the next envelope may already sit in the segment buffer */
+        int r = c->in_len > c->in_pos ? 1 : poll(&p, 1, left > 0 ? (int)left : 0);
         if (r == 0) {
             cf_err_set(err, CF_ERR_AGAIN, "no schema change event within %d ms", timeout_ms);
             return CF_ERR_AGAIN;

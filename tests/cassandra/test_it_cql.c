@@ -225,6 +225,47 @@ static void test_schema_events(void **state) {
     cf_cql_close(w);
 }
 
+/* The same answers over protocol v4 and v5 (v5: segments with CRC24/CRC32;
+ * a result larger than one 128 KiB segment is split across several). */
+static void test_v4_and_v5(void **state) {
+    (void)state;
+    cf_cql_conn *def = connect_or_fail(NULL);
+    assert_int_equal(cf_cql_protocol_version(def), 5); /* Cassandra 5.0 speaks v5 */
+    for (size_t i = 0; schema_ddl[i]; i++) exec_ok(def, schema_ddl[i]);
+    char big[300];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    for (int i = 0; i < 600; i++) {
+        char q[512];
+        snprintf(q, sizeof q, "INSERT INTO itks.k (k, n) VALUES ('big-%d-%s', %d)", i, big, i);
+        exec_ok(def, q);
+    }
+    cf_cql_close(def);
+    char *json[2] = {NULL, NULL};
+    size_t rows[2] = {0, 0};
+    for (int v = 4; v <= 5; v++) {
+        cf_cql_options o = {.host = host, .port = port, .protocol_version = v, .page_size = 5000};
+        cf_cql_conn *c = NULL;
+        cf_err err;
+        if (cf_cql_connect(&o, &c, &err) != CF_OK) fail_msg("v%d: %s / %s", v, err.message, err.detail);
+        assert_int_equal(cf_cql_protocol_version(c), v);
+        const char *const kss[] = {"itks", NULL};
+        assert_int_equal(cf_cql_fetch_schema_json(c, kss, &json[v - 4], &err), CF_OK);
+        cf_cql_result *r = NULL;
+        /* ~200 KiB in one page: more than one v5 segment */
+        assert_int_equal(cf_cql_query(c, "SELECT k, n FROM itks.k", CF_CQL_ONE, &r, &err), CF_OK);
+        assert_int_equal(r->n_pages, 1);
+        rows[v - 4] = r->n_rows;
+        cf_cql_result_free(r);
+        cf_cql_close(c);
+    }
+    assert_string_equal(json[0], json[1]);
+    assert_true(rows[0] >= 600);
+    assert_int_equal(rows[0], rows[1]);
+    free(json[0]);
+    free(json[1]);
+}
+
 static void test_connect_errors(void **state) {
     (void)state;
     cf_cql_options o = {.host = "127.0.0.1", .port = 1, .connect_timeout_ms = 2000};
@@ -240,6 +281,7 @@ int main(void) {
         cmocka_unit_test(test_schema_matches_describe),
         cmocka_unit_test(test_tokens_and_paging),
         cmocka_unit_test(test_schema_events),
+        cmocka_unit_test(test_v4_and_v5),
         cmocka_unit_test(test_connect_errors),
     };
     return cmocka_run_group_tests(tests, start_node, stop_node);
