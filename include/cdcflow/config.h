@@ -148,7 +148,9 @@ extern const cf_cfg_table cf_sink_common_table;
  * ConnectorConfig/SinkConnectorConfig.validate do: for a sink exactly one of
  * topics and topics.regex; every alias named in transforms / predicates has
  * its ".type". Problems are appended to *problems as lines (like
- * cf_config_parse); returns CF_OK or CF_ERR_CONFIG with err set to the first. */
+ * cf_config_parse); returns CF_OK or CF_ERR_CONFIG with err set to the first.
+ * c must come from cf_config_parse with cf_connector_common_table (and, when
+ * is_sink, cf_sink_common_table) among its tables. */
 cf_code cf_connector_config_check(const cf_config *c, bool is_sink, char **problems, cf_err *err);
 
 /* ---- documentation ---- */
