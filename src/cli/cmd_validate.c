@@ -5,7 +5,9 @@
  * checked against the common connector settings, the sink settings for a
  * sink, and the connector's own table, found through connector.class in the
  * connector registry. Every problem of every file is printed, not only the
- * first, with file and line where the format keeps lines (.properties).
+ * first, with the file and the line of the key (for JSON found by the key's
+ * text). key.converter / value.converter are checked through the converter
+ * registry. The output is the command's result, so it goes to stdout.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,13 +189,17 @@ static int run(int argc, char **argv) {
         fprintf(stderr, "cdcflow: validate needs at least one file\nHINT:  Usage: cdcflow validate FILE...\n");
         return CF_EXIT_USAGE;
     }
-    int bad = 0;
+    int bad = 0, files = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) continue;
-        int problems = validate_one(argv[i]);
-        if (problems) bad++;
+        files++;
+        if (validate_one(argv[i])) bad++;
     }
-    if (argc > 2) printf("%d of %d file(s) invalid\n", bad, argc - 1);
+    if (!files) {
+        fprintf(stderr, "cdcflow: validate needs at least one file\nHINT:  Usage: cdcflow validate FILE...\n");
+        return CF_EXIT_USAGE;
+    }
+    if (files > 1) printf("%d of %d file(s) invalid\n", bad, files);
     return bad ? CF_EXIT_USAGE : CF_EXIT_OK;
 }
 
