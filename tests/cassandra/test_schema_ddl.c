@@ -325,6 +325,74 @@ static void test_ddl_3x(void **state) {
     cf_cass_schema_destroy(s);
 }
 
+
+/* Cassandra 3.11's schema.cql format (ColumnFamilyStoreCQLHelper), the
+ * exact strings its own ColumnFamilyStoreCQLHelperTest expects (only the
+ * random cfId is fixed here and the statements closed with ';'): types
+ * without a space before '(', tab indentation, IF NOT EXISTS, re-added
+ * columns reported as CREATE + DROP USING TIMESTAMP + ADD [static]. */
+static const char *helper311 =
+    "CREATE TYPE cql_test_keyspace_user_types.a(a1 varint, a2 varint, a3 varint);\n"
+    "CREATE TYPE cql_test_keyspace_user_types.b(b1 frozen<a>, b2 frozen<a>, b3 frozen<a>);\n"
+    "CREATE TYPE cql_test_keyspace_user_types.c(c1 frozen<b>, c2 frozen<b>, c3 frozen<b>);\n"
+    "CREATE TABLE IF NOT EXISTS cql_test_keyspace_user_types.t (pk1 varint, c frozen<c>, PRIMARY KEY (pk1));\n"
+    "CREATE TABLE IF NOT EXISTS cql_test_keyspace_readded_columns.test_table_readded_columns (\n"
+    "\tpk1 varint,\n\tck1 varint,\n\treg2 varint static,\n\treg1 varint,\n\treg3 varint,\n\tPRIMARY KEY (pk1, ck1))\n"
+    "\tWITH ID = 00000000-0000-0000-0000-0000000000aa;\n"
+    "ALTER TABLE cql_test_keyspace_readded_columns.test_table_readded_columns DROP reg1 USING TIMESTAMP 10000;\n"
+    "ALTER TABLE cql_test_keyspace_readded_columns.test_table_readded_columns ADD reg1 varint;\n"
+    "ALTER TABLE cql_test_keyspace_readded_columns.test_table_readded_columns DROP reg2 USING TIMESTAMP 20000;\n"
+    "ALTER TABLE cql_test_keyspace_readded_columns.test_table_readded_columns ADD reg2 varint static;\n"
+    "CREATE TABLE IF NOT EXISTS cql_test_keyspace_create_table.test_table_create_table (\n"
+    "\tpk1 varint,\n\tpk2 ascii,\n\tck1 varint,\n\tck2 varint,\n\tst1 ascii static,\n\treg1 ascii,\n"
+    "\treg2 frozen<list<varint>>,\n\treg3 map<ascii, varint>,\n\tPRIMARY KEY ((pk1, pk2), ck1, ck2))\n"
+    "\tWITH ID = 00000000-0000-0000-0000-0000000000bb\n\tAND CLUSTERING ORDER BY (ck1 DESC, ck2 ASC);\n"
+    "CREATE TABLE IF NOT EXISTS cql_test_keyspace_compact.test_table_compact (\n"
+    "\tpk1 varint,\n\tpk2 ascii,\n\tck1 varint,\n\tck2 varint,\n\treg varint,\n\tPRIMARY KEY ((pk1, pk2), ck1, ck2))\n"
+    "\tWITH ID = 00000000-0000-0000-0000-0000000000cc\n\tAND COMPACT STORAGE\n\tAND CLUSTERING ORDER BY (ck1 DESC, ck2 ASC);\n"
+    "CREATE TABLE IF NOT EXISTS cql_test_keyspace_counter.test_table_counter (\n"
+    "\tpk1 varint,\n\tpk2 ascii,\n\tck1 varint,\n\tck2 varint,\n\tcnt counter,\n\tPRIMARY KEY ((pk1, pk2), ck1, ck2))\n"
+    "\tWITH ID = 00000000-0000-0000-0000-0000000000dd\n\tAND COMPACT STORAGE\n\tAND CLUSTERING ORDER BY (ck1 DESC, ck2 ASC);\n";
+
+static void test_ddl_311_helper(void **state) {
+    (void)state;
+    cf_cass_schema *s = cf_cass_schema_new();
+    cf_err err;
+    if (cf_cass_ddl_parse(s, helper311, strlen(helper311), "schema.cql", &err) != CF_OK)
+        fail_msg("%s / %s / %s", err.message, err.detail, err.where);
+    const cf_cass_table *t = cf_cass_schema_table_by_name(s, "cql_test_keyspace_user_types", "t");
+    const cf_cql_type *c = cf_cass_table_column(t, "c")->type;
+    assert_string_equal(c->name, "c");
+    const cf_cql_type *b = cf_cql_type_field(c, 2);
+    assert_string_equal(b->name, "b");
+    assert_string_equal(cf_cql_type_field(b, 0)->name, "a");
+    assert_int_equal(cf_cql_type_field(cf_cql_type_field(b, 0), 2)->kind, CF_CQL_VARINT);
+
+    t = cf_cass_schema_table_by_name(s, "cql_test_keyspace_readded_columns", "test_table_readded_columns");
+    assert_int_equal(t->n_regular, 2); /* reg3, reg1 re-added */
+    assert_int_equal(t->n_static, 1);
+    assert_string_equal(t->statics[0].name, "reg2");
+    assert_int_equal(t->n_dropped, 2);
+    const cf_cass_dropped_column *d1 = cf_cass_table_dropped_n(t, "reg1", 4), *d2 = cf_cass_table_dropped_n(t, "reg2", 4);
+    assert_true(d1->dropped_time == 10000 && d1->kind == CF_CASS_REGULAR);
+    assert_true(d2->dropped_time == 20000 && d2->kind == CF_CASS_STATIC);
+    cf_cass_table *const *vs;
+    assert_int_equal(cf_cass_schema_table_versions(s, t->id, &vs), 5); /* CREATE + 4 ALTERs */
+
+    t = cf_cass_schema_table_by_name(s, "cql_test_keyspace_create_table", "test_table_create_table");
+    assert_true(t->clustering[0].reversed && !t->clustering[1].reversed);
+    assert_false(cf_cql_type_is_multicell(cf_cass_table_column(t, "reg2")->type));
+    assert_true(cf_cql_type_is_multicell(cf_cass_table_column(t, "reg3")->type));
+    assert_false(t->compact_storage);
+
+    t = cf_cass_schema_table_by_name(s, "cql_test_keyspace_compact", "test_table_compact");
+    assert_true(t->compact_storage && t->dense && t->compound);
+    assert_int_equal(t->n_regular, 1);
+    t = cf_cass_schema_table_by_name(s, "cql_test_keyspace_counter", "test_table_counter");
+    assert_true(t->counter && t->compact_storage);
+    cf_cass_schema_destroy(s);
+}
+
 static void expect_error(const char *ddl, cf_code code, const char *where, const char *msg_part) {
     cf_cass_schema *s = cf_cass_schema_new();
     cf_err err;
@@ -450,6 +518,7 @@ int main(void) {
         cmocka_unit_test(test_ddl_errors),               cmocka_unit_test(test_truncated_inputs),
         cmocka_unit_test(test_history),                  cmocka_unit_test(test_split_partition_key),
         cmocka_unit_test(test_system_json_errors),       cmocka_unit_test(test_views),
+        cmocka_unit_test(test_ddl_311_helper),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
