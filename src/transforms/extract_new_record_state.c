@@ -118,7 +118,10 @@ static const cf_cfg_def enrs_defs[] = {
 const cf_cfg_table cf_extract_new_record_state_table = {
     .name = "ExtractNewRecordState",
     .title = "ExtractNewRecordState (`io.debezium.transforms.ExtractNewRecordState`)",
-    .intro = "Flattens Debezium change events to the row state.",
+    .intro = "Flattens Debezium change events (`before`/`after`/`source`/`op` envelopes, value schema name ending "
+             "in `.Envelope`) to the row state. Other records (heartbeats, schema changes, schemaless values) pass "
+             "unchanged; truncates are dropped. In the rewrite modes `__deleted` is appended as an optional string "
+             "field, \"true\" for deletes and \"false\" otherwise.",
     .defs = enrs_defs,
 };
 

@@ -44,7 +44,14 @@ static const cf_cfg_def rr_defs[] = {
 const cf_cfg_table cf_regex_router_table = {
     .name = "RegexRouter",
     .title = "RegexRouter (`org.apache.kafka.connect.transforms.RegexRouter`)",
-    .intro = "Update the record topic using the configured regular expression and replacement string.",
+    .intro = "Update the record topic using the configured regular expression and replacement string: when the "
+             "whole topic matches `regex`, it becomes `replacement` with `$1`-style group references filled in. "
+             "Java regex syntax is translated to POSIX extended regex: supported are `. * + ? {n,m} | ( ) [...] [^...] "
+             "^ $`, escaped punctuation (`\\.`), `\\d \\D \\w \\W \\s \\S`, `\\t \\n \\r \\f` and "
+             "`\\Q...\\E`; refused with an error are `(?...)` groups (non-capturing, named, lookaround, flags), lazy "
+             "and possessive quantifiers, back-references, `\\b`, `\\p{..}`, nested classes and `&&`. Matching is "
+             "POSIX leftmost-longest, which gives the same groups as Java except for ambiguous patterns such as "
+             "`(a*)(a*)`. In `replacement`, `\\$` is a literal dollar; `${name}` is not supported.",
     .defs = rr_defs,
 };
 

@@ -78,8 +78,7 @@ static const cf_cfg_def tsc_defs[] = {
     {.name = "format", .type = CF_CFG_STRING, .default_value = "", .importance = CF_IMPORTANCE_MEDIUM,
      .group = "Conversion",
      .doc = "A SimpleDateFormat-compatible format for the timestamp. Used to generate the output when "
-            "target.type=string or used to parse the input if the input is a string. See the module notes for the "
-            "supported pattern letters."},
+            "target.type=string or used to parse the input if the input is a string, e.g. `yyyy-MM-dd'T'HH:mm:ss.SSSX`."},
     {.name = "unix.precision", .type = CF_CFG_STRING, .default_value = "milliseconds", .valid_values = precisions,
      .importance = CF_IMPORTANCE_LOW, .group = "Conversion",
      .doc = "The desired Unix precision for the timestamp: seconds, milliseconds, microseconds, or nanoseconds. "
@@ -93,7 +92,12 @@ static const cf_cfg_def tsc_defs[] = {
 const cf_cfg_table cf_timestamp_converter_table = {
     .name = "TimestampConverter",
     .title = "TimestampConverter (`org.apache.kafka.connect.transforms.TimestampConverter$Value`, `$Key`)",
-    .intro = "Convert timestamps between different formats such as Unix epoch, strings, and Connect Date/Timestamp types.",
+    .intro = "Convert timestamps between different formats such as Unix epoch, strings, and Connect Date/Timestamp "
+             "types, in UTC. `format` is a Java SimpleDateFormat pattern; supported letters: `G y M L d D E u a H k K h "
+             "m s S z Z X` and `'quoted text'` (`Y w W F` are refused). Parsing is lenient like SimpleDateFormat "
+             "(overflowing numbers roll over, text after the pattern is ignored). Dates use the proleptic Gregorian "
+             "calendar (Java switches to Julian before 1582-10-15). Without a schema, int64 values are unix times and "
+             "Date/Time/Timestamp results are their physical values (int32 days, int32 ms of day, int64 ms).",
     .defs = tsc_defs,
 };
 

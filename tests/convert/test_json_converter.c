@@ -873,6 +873,29 @@ static void replaceNullWithDefault(void **st) {
     cf_converter_destroy(c);
 }
 
+/* Kafka 3.7 JsonConverterTest: serializeNullToDefault / serializeNullToNull /
+ * deserializeNullToDefault / deserializeNullToNull (an optional int32 with
+ * default 42 and a null value) */
+static void nullToDefaultTopLevel(void **st) {
+    (void)st;
+    cf_schema *s = with_default(cf_schema_primitive(CF_INT32, true), cf_value_int32(42));
+    const char *in = "{\"schema\":{\"type\":\"int32\",\"optional\":true,\"default\":42},\"payload\":null}";
+    cf_converter *c = conv(false, NULL);
+    expect_json(c, s, NULL, "{\"schema\":{\"type\":\"int32\",\"optional\":true,\"default\":42},\"payload\":42}");
+    sv r = to_connect(c, in);
+    assert_int_equal(r.value->u.i, 42);
+    sv_free(&r);
+    cf_converter_destroy(c);
+    c = conv(false, "replace.null.with.default", "false", NULL);
+    expect_json(c, s, NULL, in);
+    r = to_connect(c, in);
+    assert_null(r.value);
+    assert_true(cf_schema_equal(r.schema, s));
+    sv_free(&r);
+    cf_converter_destroy(c);
+    cf_schema_unref(s);
+}
+
 /* ------------------------------------------------------ our additions */
 
 /* The Debezium Postgres key and flattened value of bigquery-cdc.md section 3. */
@@ -1133,6 +1156,7 @@ int main(void) {
         cmocka_unit_test(testStringHeaderToJson),
         cmocka_unit_test(stringHeaderToConnect),
         cmocka_unit_test(replaceNullWithDefault),
+        cmocka_unit_test(nullToDefaultTopLevel),
         cmocka_unit_test(debeziumKeyAndFlattenedValue),
         cmocka_unit_test(envelopeRequired),
         cmocka_unit_test(errorsNameTheField),
