@@ -334,6 +334,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
 
 typedef struct http_result {
     long status;   /* 0 = transport failure */
+    CURLcode cc;
     cf_buf body;
     char curl_error[CURL_ERROR_SIZE];
     char url[512];
@@ -353,7 +354,7 @@ static void http_once(cf_sr_client *c, const char *base, const char *method, con
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &r->body);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms < 10000 ? c->timeout_ms : 10000L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms); /* includes the TLS handshake */
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "cdcflow-schema-registry-client");
     if (c->userpwd) {
@@ -375,6 +376,7 @@ static void http_once(cf_sr_client *c, const char *base, const char *method, con
     if (strcmp(method, "GET") != 0 && !body) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     CURLcode cc = curl_easy_perform(h);
+    r->cc = cc;
     if (cc == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
     } else if (!r->curl_error[0]) {
@@ -407,6 +409,22 @@ static void mark_ok(cf_sr_client *c) {
     c->st.next_retry_ms = 0;
     c->unreachable_gap_ms = c->backoff_ms;
     pthread_mutex_unlock(&c->slock);
+}
+
+/* Failures that no retry will fix: TLS trust and certificates, malformed URLs. */
+static bool config_failure(CURLcode cc) {
+    switch (cc) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_LOGIN_DENIED: return true;
+    default: return false;
+    }
 }
 
 /* Turn a non-2xx answer into a cf_err. */
@@ -490,6 +508,15 @@ static cf_code http_call(cf_sr_client *c, const char *method, const char *path, 
                          r->body.data ? r->body.data : "");
             else
                 snprintf(msg, sizeof msg, "%s: %s", r->url, r->curl_error);
+            if (r->status == 0 && config_failure(r->cc)) {
+                mark_failure(c, msg, false);
+                cf_err_set(err, CF_ERR_CONFIG, "Schema Registry %s failed: %s", what, curl_easy_strerror(r->cc));
+                cf_err_detail(err, "%s", r->curl_error);
+                cf_err_hint(err, "Check schema.registry.url and the schema.registry.ssl.* settings (CA file, client "
+                                 "certificate and key); retrying will not help.");
+                cf_err_where(err, "%s", r->url);
+                return CF_ERR_CONFIG;
+            }
             bool final = attempt == c->max_retries && k + 1 == c->n_urls;
             mark_failure(c, msg, final);
         }

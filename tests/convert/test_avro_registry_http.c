@@ -8,7 +8,9 @@
  * {"error_code": 40101, "message": ...}; 40403 schema not found; 42201 invalid schema;
  * "schemaType" absent for Avro). The real registry is exercised by test_it_avro_registry.
  */
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,10 +110,17 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     }
 }
 
+static struct sockaddr_in loopback(void) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    return sa;
+}
+
 static int setup(void **state) {
     fake *f = calloc(1, sizeof *f);
+    struct sockaddr_in sa = loopback();
     f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handler, f, MHD_OPTION_NOTIFY_COMPLETED,
-                            completed, f, MHD_OPTION_END);
+                            completed, f, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
     if (!f->d) return -1;
     f->port = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT)->port;
     *state = f;
@@ -271,6 +280,122 @@ static void test_failover(void **state) {
     cf_sr_client_destroy(c);
 }
 
+/* ---------------- TLS ---------------- */
+
+static char *slurp(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    cf_buf b = CF_BUF_INIT;
+    char tmp[4096];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, fp)) > 0) cf_buf_append(&b, tmp, n);
+    fclose(fp);
+    return cf_buf_detach(&b, NULL);
+}
+
+/* A CA, a server certificate for 127.0.0.1/localhost and a client certificate, made with
+ * Debian's openssl command for this run. */
+static void test_tls(void **state) {
+    (void)state;
+    char dir[] = "/tmp/cf-avro-tls-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && exec >openssl.log 2>&1 && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=cdcflow-test-ca && "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 && "
+             "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > ext && "
+             "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext && "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout cli.key -out cli.csr -subj /CN=client && "
+             "openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cli.pem -days 2",
+             dir);
+    assert_int_equal(system(cmd), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/srv.key", dir);
+    char *key = slurp(path);
+    snprintf(path, sizeof path, "%s/srv.pem", dir);
+    char *cert = slurp(path);
+    assert_non_null(key);
+    assert_non_null(cert);
+    fake f = {0};
+    struct sockaddr_in sa = loopback();
+    f.d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_TLS, 0, NULL, NULL, handler, &f,
+                           MHD_OPTION_NOTIFY_COMPLETED, completed, &f, MHD_OPTION_SOCK_ADDR, &sa,
+                           MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_END);
+    assert_non_null(f.d);
+    f.port = MHD_get_daemon_info(f.d, MHD_DAEMON_INFO_BIND_PORT)->port;
+
+    char url[128], ca[512], ccert[512], ckey[512];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d", f.port);
+    snprintf(ca, sizeof ca, "%s/ca.pem", dir);
+    snprintf(ccert, sizeof ccert, "%s/cli.pem", dir);
+    snprintf(ckey, sizeof ckey, "%s/cli.key", dir);
+    cf_props *p = cf_props_new();
+    cf_props_set(p, "schema.registry.url", url);
+    cf_props_set(p, "schema.registry.retries", "0");
+    cf_props_set(p, "schema.registry.request.timeout.ms", "120000"); /* TLS under valgrind is slow */
+    cf_sr_config cfg;
+    cf_sr_client *c;
+    cf_err err;
+    char *s;
+
+    /* not trusted: a configuration error, not retried, registry not marked unreachable */
+    cf_sr_config_init(&cfg);
+    assert_int_equal(cf_sr_config_from_props(&cfg, p, &err), CF_OK);
+    assert_int_equal(cf_sr_client_new(&cfg, &c, &err), CF_OK);
+    cf_code rc = cf_sr_get_by_id(c, 2, &s, &err);
+    if (rc != CF_ERR_CONFIG) fail_msg("untrusted server: expected CF_ERR_CONFIG, got %s: %s (%s)", cf_code_name(rc), err.message, err.detail);
+    assert_non_null(strstr(err.hint, "schema.registry.ssl"));
+    cf_sr_status st;
+    cf_sr_client_status(c, &st);
+    assert_true(st.reachable);
+    assert_int_equal(st.errors, 1);
+    cf_sr_client_destroy(c);
+
+    /* trusted through schema.registry.ssl.ca.location, with a client certificate */
+    cf_props_set(p, "schema.registry.ssl.ca.location", ca);
+    cf_props_set(p, "schema.registry.ssl.certificate.location", ccert);
+    cf_props_set(p, "schema.registry.ssl.key.location", ckey);
+    cf_sr_config_init(&cfg);
+    assert_int_equal(cf_sr_config_from_props(&cfg, p, &err), CF_OK);
+    assert_int_equal(cf_sr_client_new(&cfg, &c, &err), CF_OK);
+    rc = cf_sr_get_by_id(c, 2, &s, &err);
+    if (rc) fail_msg("%s: %s", err.message, err.detail);
+    assert_string_equal(s, "\"long\"");
+    free(s);
+    cf_sr_client_destroy(c);
+
+    /* a client certificate that does not exist */
+    cf_props_set(p, "schema.registry.ssl.certificate.location", "/nonexistent/cli.pem");
+    cf_sr_config_init(&cfg);
+    assert_int_equal(cf_sr_config_from_props(&cfg, p, &err), CF_OK);
+    assert_int_equal(cf_sr_client_new(&cfg, &c, &err), CF_OK);
+    assert_int_equal(cf_sr_get_by_id(c, 2, &s, &err), CF_ERR_CONFIG);
+    cf_sr_client_destroy(c);
+
+    /* host name checks off (ssl.endpoint.identification.algorithm empty) still verifies the CA */
+    cf_props_remove(p, "schema.registry.ssl.certificate.location");
+    cf_props_remove(p, "schema.registry.ssl.key.location");
+    cf_props_set(p, "schema.registry.ssl.endpoint.identification.algorithm", "");
+    snprintf(url, sizeof url, "https://localhost:%d", f.port);
+    cf_props_set(p, "schema.registry.url", url);
+    cf_sr_config_init(&cfg);
+    assert_int_equal(cf_sr_config_from_props(&cfg, p, &err), CF_OK);
+    assert_false(cfg.ssl_verify_host);
+    assert_int_equal(cf_sr_client_new(&cfg, &c, &err), CF_OK);
+    rc = cf_sr_get_by_id(c, 2, &s, &err);
+    if (rc) fail_msg("%s: %s", err.message, err.detail);
+    free(s);
+    cf_sr_client_destroy(c);
+
+    cf_props_destroy(p);
+    MHD_stop_daemon(f.d);
+    free(key);
+    free(cert);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_basic_auth),
@@ -278,5 +403,10 @@ int main(void) {
         cmocka_unit_test(test_retries_and_answers),
         cmocka_unit_test(test_failover),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    const struct CMUnitTest tls_tests[] = {
+        cmocka_unit_test(test_tls),
+    };
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    failed += cmocka_run_group_tests(tls_tests, NULL, NULL);
+    return failed;
 }
