@@ -45,7 +45,7 @@ static int start_node(void **state) {
     port = 19300 + (int)(getpid() % 500);
     snprintf(node_dir, sizeof node_dir, "/tmp/cf-it-cql-%d", (int)getpid());
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/../scripts/cassandra-node start %s --port %d --heap 512m >&2", CF_TESTS_DIR, node_dir,
+    snprintf(cmd, sizeof cmd, "%s/../scripts/cassandra-node start %s --port %d --heap 512m --ttl 900 >&2", CF_TESTS_DIR, node_dir,
              port);
     if (system(cmd) != 0) {
         fprintf(stderr, "test_it_cql: could not start a Cassandra node (%s)\n", cmd);
