@@ -887,6 +887,10 @@ static cf_code fc_schema(json_conv *jc, cf_buf *b, const cf_schema *s, cf_err *e
 }
 
 static cf_code fc_schema_text(json_conv *jc, cf_buf *b, const cf_schema *s, cf_err *err) {
+    if (!s) {
+        cf_err_set(err, CF_ERR_SCHEMA, "incomplete schema: an array, map or struct field has no schema");
+        return CF_ERR_SCHEMA;
+    }
     const void *key = &s;
     uint64_t h = hash_bytes(key, sizeof s);
     cache_ent *e = cache_get(&jc->from_cache, key, sizeof s, h);
@@ -977,6 +981,10 @@ static cf_code fc_value(json_conv *jc, cf_buf *b, const cf_schema *s, const cf_v
         return CF_OK;
     case CF_MAP: {
         bool object_mode;
+        if (s && (!s->key_schema || !s->value_schema)) {
+            cf_err_set(err, CF_ERR_SCHEMA, "incomplete schema: a map schema without key or value schema");
+            return CF_ERR_SCHEMA;
+        }
         if (s) {
             object_mode = s->key_schema->type == CF_STRING;
         } else {
