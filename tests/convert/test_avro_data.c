@@ -672,6 +672,38 @@ static void test_damaged_input(void **state) {
     cf_avro_codec_destroy(c);
 }
 
+/* connect.meta.data=false (AvroDataConfig.CONNECT_META_DATA_CONFIG): no connect.* annotations,
+ * but Avro's own logical types stay. */
+static void test_without_connect_meta_data(void **state) {
+    (void)state;
+    cf_schema *s = cf_schema_new_struct();
+    cf_schema_set_name(s, "ns.R");
+    cf_schema_set_version(s, 3);
+    cf_schema_set_doc(s, "d");
+    cf_schema_add_field(s, "b", cf_schema_primitive(CF_INT8, false), NULL);
+    cf_schema_add_field(s, "day", cf_schema_date(), NULL);
+    cf_avro_opts o = {.connect_meta_data = false};
+    char *json;
+    cf_err err;
+    assert_int_equal(cf_avro_schema_from_connect(s, &o, &json, &err), CF_OK);
+    json_t *got = json_loads(json, 0, NULL);
+    json_t *exp = json_loads("{\"type\":\"record\",\"name\":\"R\",\"namespace\":\"ns\",\"fields\":["
+                             "{\"name\":\"b\",\"type\":\"int\"},"
+                             "{\"name\":\"day\",\"type\":{\"type\":\"int\",\"logicalType\":\"date\"}}]}",
+                             0, NULL);
+    if (!json_equal(got, exp)) fail_msg("got %s", json);
+    json_decref(got);
+    json_decref(exp);
+    /* read back: the record name survives (it is the Avro name), int8 becomes int32 */
+    cf_schema *back = to_connect(json);
+    assert_string_equal(back->name, "ns.R");
+    assert_int_equal(cf_schema_field(back, "b")->schema->type, CF_INT32);
+    assert_true(cf_schema_is_logical(cf_schema_field(back, "day")->schema, CF_LOGICAL_DATE));
+    cf_schema_unref(back);
+    free(json);
+    cf_schema_unref(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_from_connect_primitives),
@@ -686,6 +718,7 @@ int main(void) {
         cmocka_unit_test(test_schema_round_trip),
         cmocka_unit_test(test_encode_errors_name_the_field),
         cmocka_unit_test(test_damaged_input),
+        cmocka_unit_test(test_without_connect_meta_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
