@@ -9,7 +9,8 @@
  * total_order, data_collection_order}). The end-to-end cases decode the
  * Debezium Postgres events of ../shared/specs/bigquery-cdc.md section 3 with
  * the JsonConverter, flatten them and compare the JSON the converter writes
- * with the flattened value schema and payloads given there.
+ * with the flattened value schema and payloads given there, and the create
+ * event example of Debezium's postgresql.adoc (data/debezium_postgresql_create.json).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -722,6 +723,104 @@ static void specPostgresEventsRewrite(void **st) {
     cf_converter_destroy(c);
 }
 
+/* The create event value of Debezium's postgresql.adoc ("create events"),
+ * stored in data/debezium_postgresql_create.json with the callout comments
+ * removed and {debezium-version} = 3.0.0.Final. */
+static char *compact_json(const char *s) {
+    char *o = malloc(strlen(s) + 1), *q = o;
+    bool in = false;
+    for (; *s; s++) {
+        if (in) {
+            *q++ = *s;
+            if (*s == '\\') *q++ = *++s;
+            else if (*s == '"') in = false;
+        } else if (*s == '"') {
+            in = true;
+            *q++ = *s;
+        } else if (*s != ' ' && *s != '\n' && *s != '\t' && *s != '\r') {
+            *q++ = *s;
+        }
+    }
+    *q = '\0';
+    return o;
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *buf = calloc(1, 65536);
+    size_t n = fread(buf, 1, 65535, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static void debeziumDocCreateEvent(void **st) {
+    (void)st;
+    char *doc = read_file(CF_TESTS_DIR "/transforms/data/debezium_postgresql_create.json");
+    char *compact = compact_json(doc);
+    cf_converter *c = NULL;
+    assert_int_equal(cf_converter_new("org.apache.kafka.connect.json.JsonConverter", NULL, false, &c, NULL), CF_OK);
+    cf_schema *s = NULL;
+    cf_value *v = NULL;
+    cf_err err;
+    assert_int_equal(cf_converter_to_connect(c, "PostgreSQL_server.inventory.customers", doc, strlen(doc), &s, &v, &err), CF_OK);
+    assert_string_equal(s->name, "PostgreSQL_server.inventory.customers.Envelope");
+    const cf_value *src = cf_value_struct_get(v, "source");
+    assert_true(cf_value_struct_get(src, "snapshot")->u.b);
+    assert_int_equal(cf_value_struct_get(v, "ts_ns")->u.i, 1559033904863841257LL);
+    /* writing it back gives the document's bytes, minus "sequence", which the
+     * example's payload has but its schema does not */
+    char *data = NULL;
+    size_t len;
+    assert_int_equal(cf_converter_from_connect(c, "t", s, v, &data, &len, &err), CF_OK);
+    const char *seq = "\"sequence\":\"[\\\"24023119\\\",\\\"24023128\\\"]\",";
+    char *at = strstr(compact, seq);
+    assert_non_null(at);
+    memmove(at, at + strlen(seq), strlen(at + strlen(seq)) + 1);
+    assert_string_equal(data, compact);
+    free(data);
+    /* flattened (default tombstone mode): the after row with its schema */
+    cf_record *r = cf_record_new();
+    cf_record_set_value(r, s, v);
+    cf_transform *t = xf(NULL, NULL);
+    cf_record *out = run(t, r);
+    assert_int_equal(cf_converter_from_connect(c, "t", out->value_schema, out->value, &data, &len, &err), CF_OK);
+    assert_string_equal(data, "{\"schema\":{\"type\":\"struct\",\"fields\":[{\"type\":\"int32\",\"optional\":false,\"field\":\"id\"},"
+                              "{\"type\":\"string\",\"optional\":false,\"field\":\"first_name\"},{\"type\":\"string\",\"optional\":"
+                              "false,\"field\":\"last_name\"},{\"type\":\"string\",\"optional\":false,\"field\":\"email\"}],\"optional\""
+                              ":true,\"name\":\"PostgreSQL_server.inventory.customers.Value\"},\"payload\":{\"id\":1,\"first_name\":"
+                              "\"Anne\",\"last_name\":\"Kretchmar\",\"email\":\"annek@noanswer.org\"}}");
+    free(data);
+    cf_record_destroy(out);
+    cf_transform_destroy(t);
+    /* with add.fields=op,source.ts_ms,source.snapshot in rewrite mode */
+    assert_int_equal(cf_converter_to_connect(c, "t", doc, strlen(doc), &s, &v, &err), CF_OK);
+    r = cf_record_new();
+    cf_record_set_value(r, s, v);
+    t = xf("delete.tombstone.handling.mode", "rewrite", "add.fields", "op,source.ts_ms,source.snapshot", NULL);
+    out = run(t, r);
+    cf_converter *nc = NULL;
+    cf_props *np = cf_props_new();
+    cf_props_set(np, "schemas.enable", "false");
+    assert_int_equal(cf_converter_new("json", np, false, &nc, NULL), CF_OK);
+    assert_int_equal(cf_converter_from_connect(nc, "t", out->value_schema, out->value, &data, &len, &err), CF_OK);
+    assert_string_equal(data, "{\"id\":1,\"first_name\":\"Anne\",\"last_name\":\"Kretchmar\",\"email\":\"annek@noanswer.org\","
+                              "\"__op\":\"c\",\"__source_ts_ms\":1559033904863,\"__source_snapshot\":true,\"__deleted\":\"false\"}");
+    /* the added snapshot field copies the source schema without its default, optional */
+    const cf_field *sf = cf_schema_field(out->value_schema, "__source_snapshot");
+    assert_true(sf->schema->optional);
+    assert_false(sf->schema->has_default);
+    free(data);
+    cf_record_destroy(out);
+    cf_transform_destroy(t);
+    cf_props_destroy(np);
+    cf_converter_destroy(nc);
+    cf_converter_destroy(c);
+    free(compact);
+    free(doc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(testTombstoneDroppedByDefault),
@@ -752,6 +851,7 @@ int main(void) {
         cmocka_unit_test(legacyTombstoneAndDeleteModes),
         cmocka_unit_test(configErrors),
         cmocka_unit_test(specPostgresEventsRewrite),
+        cmocka_unit_test(debeziumDocCreateEvent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
