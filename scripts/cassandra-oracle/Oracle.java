@@ -1,3 +1,6 @@
+// Prints Cassandra's own answers used as test oracles: AbstractType.valueLengthIfFixed()
+// per CQL type and Murmur3Partitioner tokens (tests/cassandra/test_schema_types.c,
+// test_murmur3.c). Run: java -cp "$(scripts/cassandra-node fetch)/*" Oracle.java
 import org.apache.cassandra.db.marshal.*;
 import org.apache.cassandra.dht.Murmur3Partitioner;
 import org.apache.cassandra.config.DatabaseDescriptor;
