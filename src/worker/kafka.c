@@ -436,6 +436,7 @@ void cf_worker_kafka_in_bind(cf_msg_in *in) {
 typedef struct otopic {
     prod p;
     char *topic;
+    int timeout_ms; /* offset.flush.timeout.ms */
     atomic_int failed;
 } otopic;
 
@@ -475,12 +476,14 @@ static cf_code ot_write(void *st, const char *key, const char *value, cf_err *er
 
 static cf_code ot_sync(void *st, cf_err *err) {
     otopic *o = st;
-    /* bounded: a commit that cannot finish now is retried at the next one */
-    rd_kafka_resp_err_t e = rd_kafka_flush(o->p.rk, 30000);
+    /* bounded (offset.flush.timeout.ms): a commit that cannot finish now is
+     * retried at the next one */
+    rd_kafka_resp_err_t e = rd_kafka_flush(o->p.rk, o->timeout_ms);
     int failed = atomic_exchange(&o->failed, 0);
     if (e == RD_KAFKA_RESP_ERR__TIMED_OUT || failed) {
         cf_err_set(err, CF_ERR_TRANSPORT, "offsets not stored in topic %s", o->topic);
-        cf_err_detail(err, e ? "Kafka did not acknowledge them within 30 s" : "%d writes failed", failed);
+        if (e) cf_err_detail(err, "Kafka did not acknowledge them within %d ms (offset.flush.timeout.ms)", o->timeout_ms);
+        else cf_err_detail(err, "%d writes failed", failed);
         cf_err_hint(err, "They are written again at the next commit; check that the broker is reachable.");
         return CF_ERR_TRANSPORT;
     }
@@ -565,7 +568,16 @@ static cf_code load_topic(struct cf_worker *w, cf_offset_store *s, const char *t
     int remaining = 0;
     for (int i = 0; i < np; i++) {
         int64_t lo = 0;
-        e = rd_kafka_query_watermark_offsets(rk, topic, i, &lo, &hi[i], 10000);
+        /* a topic just created may not have a leader yet: retry a while */
+        for (int backoff = 200, tries = 0; tries < 12; tries++, backoff = backoff < 5000 ? backoff * 2 : backoff) {
+            e = rd_kafka_query_watermark_offsets(rk, topic, i, &lo, &hi[i], 10000);
+            if (e != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION && e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
+                e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && e != RD_KAFKA_RESP_ERR__TIMED_OUT &&
+                e != RD_KAFKA_RESP_ERR__TRANSPORT)
+                break;
+            CF_DEBUG(COMP, "offsets topic %s partition %d: %s; retrying", topic, i, rd_kafka_err2str(e));
+            rd_kafka_poll(rk, backoff);
+        }
         if (e) {
             rc = cf_err_set(err, CF_ERR_TRANSPORT, "cannot read the end of offsets topic %s partition %d", topic, i);
             cf_err_detail(err, "%s", rd_kafka_err2str(e));
@@ -612,6 +624,7 @@ out:
 cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_offset_store **out, cf_err *err) {
     otopic *o = cf_xcalloc(1, sizeof *o);
     o->topic = cf_xstrdup(topic);
+    o->timeout_ms = (int)cf_config_long(cf_worker_config(w), "offset.flush.timeout.ms");
     snprintf(o->p.log.name, sizeof o->p.log.name, "offsets writer %s", topic);
     rd_kafka_conf_t *c = base_conf(w, "producer.", "cdcflow-offsets", &o->p.log, err);
     if (!c || conf_set(c, "enable.idempotence", "true", err) || conf_set(c, "acks", "all", err) ||

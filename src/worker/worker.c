@@ -1000,7 +1000,19 @@ static cf_code sink_commit(sinkstate *s, cf_err *err) {
     if (!s->uncommitted && !s->nacks) return CF_OK;
     int64_t t0 = cf_now_us();
     cf_code rc = t->c->plugin->u.sink.flush(s->plugin_task, err);
-    if (!rc && s->in && s->npos) rc = s->in->commit(s->in->state, s->pos, s->npos, err);
+    if (!rc && s->in && s->npos) {
+        cf_err ce;
+        if (s->in->commit(s->in->state, s->pos, s->npos, &ce)) {
+            /* The data is flushed; only the positions are not stored. As
+             * Connect, log it and commit again next time (a restart in
+             * between reads some records twice, never loses one). */
+            atomic_fetch_add(&t->m.commit_failures, 1);
+            CF_WARN(COMP, "connector %s task %d: %s: %s; retried at the next commit", t->c->name, t->id, ce.message,
+                    ce.detail);
+            s->last_commit_us = cf_now_us();
+            return CF_OK;
+        }
+    }
     int64_t us = cf_now_us() - t0;
     if (rc) {
         atomic_fetch_add(&t->m.commit_failures, 1);
@@ -1235,6 +1247,13 @@ static void *sink_main(void *arg) {
     }
     if (!s.failed) {
         if (sink_commit(&s, &s.err)) s.failed = true;
+    }
+    /* leave the group before the task is stopped: closing the consumer
+     * revokes, and there is nothing left to flush then */
+    if (has_in) {
+        in.on_revoke = NULL;
+        in.destroy(in.state);
+        has_in = false;
     }
     c->plugin->u.sink.stop(s.plugin_task);
 out:

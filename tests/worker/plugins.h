@@ -30,6 +30,8 @@ static const cf_cfg_def src_defs[] = {
     {"test.endless", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "never EOF"},
     {"test.bad.at", CF_CFG_INT, "-1", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
      "report this position as a bad input unit"},
+    {"test.poll.delay.ms", CF_CFG_INT, "0", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
+     "sleep per poll (a slow source)"},
     {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
 };
 static const cf_cfg_table src_table = {"test source", "Test source", "", src_defs, NULL};
@@ -40,6 +42,7 @@ typedef struct srctask {
     char topic[64];
     bool endless;
     int64_t bad_at;
+    int delay_ms;
 } srctask;
 
 static cf_value *src_partition(void) {
@@ -56,6 +59,7 @@ static cf_code src_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
     snprintf(t->topic, sizeof t->topic, "%s", cf_config_string(cfg, "test.topic"));
     t->endless = cf_config_bool(cfg, "test.endless");
     t->bad_at = cf_config_int(cfg, "test.bad.at");
+    t->delay_ms = cf_config_int(cfg, "test.poll.delay.ms");
     cf_value *p = src_partition();
     cf_value *off = cf_source_ctx_offset(ctx, p);
     cf_value_destroy(p);
@@ -71,6 +75,7 @@ static cf_code src_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
 static cf_code src_poll(void *task, cf_record **out, size_t max, size_t *n, cf_err *err) {
     srctask *t = task;
     *n = 0;
+    if (t->delay_ms) usleep((useconds_t)t->delay_ms * 1000);
     while (*n < max && *n < 37 && (t->endless || t->next < t->count)) {
         if (t->next == t->bad_at) {
             cf_err problem;
@@ -110,6 +115,7 @@ static const cf_cfg_def sink_defs[] = {
     {"test.bad.value", CF_CFG_STRING, NULL, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "bad"},
     {"test.flush.fail", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "x"},
     {"test.gate", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "x"},
+    {"test.put.delay.ms", CF_CFG_INT, "0", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "slow sink"},
     {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
 };
 static const cf_cfg_table sink_table = {"test sink", "Test sink", "", sink_defs, NULL};
@@ -140,6 +146,7 @@ typedef struct sinktask {
     cf_sink_ctx *ctx;
     char *bad;
     bool fail, gate;
+    int delay_ms;
 } sinktask;
 
 static cf_code sink_start(const cf_config *cfg, cf_sink_ctx *ctx, void **task, cf_err *err) {
@@ -150,12 +157,14 @@ static cf_code sink_start(const cf_config *cfg, cf_sink_ctx *ctx, void **task, c
     t->bad = b ? strdup(b) : NULL;
     t->fail = cf_config_bool(cfg, "test.flush.fail");
     t->gate = cf_config_bool(cfg, "test.gate");
+    t->delay_ms = cf_config_int(cfg, "test.put.delay.ms");
     *task = t;
     return CF_OK;
 }
 
 static cf_code sink_put(void *task, cf_record *const *recs, size_t n, cf_err *err) {
     sinktask *t = task;
+    if (t->delay_ms) usleep((useconds_t)t->delay_ms * 1000);
     for (size_t i = 0; i < n; i++) {
         const cf_value *v = recs[i]->value;
         char *s = v && v->type == CF_STRING ? strdup(v->u.s.ptr) : cf_value_debug_string(v);
