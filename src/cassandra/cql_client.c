@@ -877,10 +877,27 @@ cf_code cf_cql_fetch_schema_json(cf_cql_conn *c, const char *const *keyspaces, c
     cf_buf out = CF_BUF_INIT;
     cf_buf_append_byte(&out, '{');
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
-        char q[128];
-        snprintf(q, sizeof q, "SELECT JSON * FROM system_schema.%s", tables[t]);
+        /* keyspace_name is the partition key of every system_schema table:
+         * with a list, ask only for those partitions */
+        cf_buf qb = CF_BUF_INIT;
+        cf_buf_printf(&qb, "SELECT JSON * FROM system_schema.%s", tables[t]);
+        if (keyspaces && keyspaces[0]) {
+            cf_buf_append_str(&qb, " WHERE keyspace_name IN (");
+            for (size_t k = 0; keyspaces[k]; k++) {
+                cf_buf_append_str(&qb, k ? ", '" : "'");
+                for (const char *p = keyspaces[k]; *p; p++) {
+                    if (*p == '\'') cf_buf_append_byte(&qb, '\'');
+                    cf_buf_append_byte(&qb, (uint8_t)*p);
+                }
+                cf_buf_append_byte(&qb, '\'');
+            }
+            cf_buf_append_byte(&qb, ')');
+        }
+        char q[160];
+        snprintf(q, sizeof q, "%s", qb.data);
         cf_cql_result *r = NULL;
-        cf_code rc = cf_cql_query(c, q, CF_CQL_ONE, &r, err);
+        cf_code rc = cf_cql_query(c, qb.data, CF_CQL_ONE, &r, err);
+        cf_buf_free(&qb);
         if (rc) {
             cf_buf_free(&out);
             return rc;
