@@ -10,6 +10,7 @@ extern const cf_command cf_cmd_run;
 extern const cf_command cf_cmd_cassandra;
 extern const cf_command cf_cmd_config;
 extern const cf_command cf_cmd_validate;
+extern const cf_command cf_cmd_kafka;
 
 const cf_command *const cf_commands[] = {
     &cf_cmd_version,
@@ -17,5 +18,6 @@ const cf_command *const cf_commands[] = {
     &cf_cmd_config,
     &cf_cmd_validate,
     &cf_cmd_cassandra,
+    &cf_cmd_kafka,
     NULL,
 };
