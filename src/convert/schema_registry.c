@@ -337,8 +337,20 @@ typedef struct http_result {
     CURLcode cc;
     cf_buf body;
     char curl_error[CURL_ERROR_SIZE];
-    char url[512];
+    char url[512];  /* what curl gets (may carry user:password@) */
+    char shown[512]; /* the same without credentials, for messages and logs */
 } http_result;
+
+/* Copy a URL without its user:password@ part (basic.auth.credentials.source=URL), so that
+ * credentials never reach error messages, logs or metrics. */
+static void redact_url(char *dst, size_t n, const char *url) {
+    const char *p = strstr(url, "://");
+    const char *host = p ? p + 3 : url;
+    const char *end = host + strcspn(host, "/");
+    const char *at = memchr(host, '@', (size_t)(end - host));
+    if (at) snprintf(dst, n, "%.*s%s", (int)(host - url), url, at + 1);
+    else snprintf(dst, n, "%s", url);
+}
 
 /* One attempt against one base URL. */
 static void http_once(cf_sr_client *c, const char *base, const char *method, const char *path, const char *body,
@@ -346,6 +358,7 @@ static void http_once(cf_sr_client *c, const char *base, const char *method, con
     CURL *h = c->curl;
     curl_easy_reset(h);
     snprintf(r->url, sizeof r->url, "%s%s", base, path);
+    redact_url(r->shown, sizeof r->shown, r->url);
     cf_buf_reset(&r->body);
     r->curl_error[0] = '\0';
     r->status = 0;
@@ -459,7 +472,7 @@ static cf_code http_error(const http_result *r, const char *what, cf_err *err) {
     else if (r->body.len)
         cf_err_detail(err, "response: %.300s", r->body.data);
     if (hint) cf_err_hint(err, "%s", hint);
-    cf_err_where(err, "%s", r->url);
+    cf_err_where(err, "%s", r->shown);
     json_decref(j);
     return code;
 }
@@ -484,8 +497,10 @@ static cf_code http_call(cf_sr_client *c, const char *method, const char *path, 
     if (down) {
         cf_err_set(err, CF_ERR_AGAIN, "Schema Registry unreachable; %s not attempted", what);
         cf_err_detail(err, "last error: %s; next attempt in %lld ms", last, (long long)(next - now_ms()));
-        cf_err_hint(err, "Cached schemas keep working; check that the registry at %s is running.", c->urls[0]);
-        cf_err_where(err, "%s", c->urls[0]);
+        char shown[512];
+        redact_url(shown, sizeof shown, c->urls[c->url_index]);
+        cf_err_hint(err, "Cached schemas keep working; check that the registry at %s is running.", shown);
+        cf_err_where(err, "%s", shown);
         return CF_ERR_AGAIN;
     }
     long backoff = c->backoff_ms;
@@ -504,17 +519,17 @@ static cf_code http_call(cf_sr_client *c, const char *method, const char *path, 
                 return CF_OK;
             }
             if (r->status >= 500)
-                snprintf(msg, sizeof msg, "HTTP %ld from %s: %.200s", r->status, r->url,
+                snprintf(msg, sizeof msg, "HTTP %ld from %s: %.200s", r->status, r->shown,
                          r->body.data ? r->body.data : "");
             else
-                snprintf(msg, sizeof msg, "%s: %s", r->url, r->curl_error);
+                snprintf(msg, sizeof msg, "%s: %s", r->shown, r->curl_error);
             if (r->status == 0 && config_failure(r->cc)) {
                 mark_failure(c, msg, false);
                 cf_err_set(err, CF_ERR_CONFIG, "Schema Registry %s failed: %s", what, curl_easy_strerror(r->cc));
                 cf_err_detail(err, "%s", r->curl_error);
                 cf_err_hint(err, "Check schema.registry.url and the schema.registry.ssl.* settings (CA file, client "
                                  "certificate and key); retrying will not help.");
-                cf_err_where(err, "%s", r->url);
+                cf_err_where(err, "%s", r->shown);
                 return CF_ERR_CONFIG;
             }
             bool final = attempt == c->max_retries && k + 1 == c->n_urls;
@@ -526,7 +541,7 @@ static cf_code http_call(cf_sr_client *c, const char *method, const char *path, 
     cf_err_detail(err, "%s", msg);
     cf_err_hint(err, "Check that the registry is running and schema.registry.url is right; calls fail fast and are "
                      "retried with exponential backoff, cached schemas keep working.");
-    cf_err_where(err, "%s", r->url);
+    cf_err_where(err, "%s", r->shown);
     return CF_ERR_AGAIN;
 }
 
@@ -552,7 +567,7 @@ static cf_code parse_json_body(const http_result *r, const char *what, json_t **
         json_decref(j);
         cf_err_set(err, CF_ERR_INVALID, "Schema Registry %s: the answer is not a JSON object", what);
         cf_err_detail(err, "%s; body: %.200s", j ? "not an object" : je.text, r->body.data ? r->body.data : "");
-        cf_err_where(err, "%s", r->url);
+        cf_err_where(err, "%s", r->shown);
         return CF_ERR_INVALID;
     }
     *out = j;

@@ -177,6 +177,21 @@ static void test_basic_auth(void **state) {
     c = client(f, "user:wrong", 0);
     assert_int_equal(cf_sr_get_by_id(c, 1, &s, &err), CF_ERR_CONFIG);
     cf_sr_client_destroy(c);
+
+    /* basic.auth.credentials.source=URL: credentials in the URL, never in messages */
+    char url[128];
+    snprintf(url, sizeof url, "http://user:pa%%3Ass@127.0.0.1:%d", f->port);
+    cf_sr_config cfg;
+    cf_sr_config_init(&cfg);
+    cfg.urls = url;
+    cfg.basic_auth_source = "URL";
+    assert_int_equal(cf_sr_client_new(&cfg, &c, &err), CF_OK);
+    assert_int_equal(cf_sr_get_by_id(c, 1, &s, &err), CF_OK);
+    free(s);
+    assert_int_equal(cf_sr_get_by_id(c, 987, &s, &err), CF_ERR_NOT_FOUND);
+    assert_null(strstr(err.where, "pa%3Ass"));
+    assert_non_null(strstr(err.where, "http://127.0.0.1:"));
+    cf_sr_client_destroy(c);
 }
 
 static void test_register_request_shape_and_cache(void **state) {
