@@ -89,7 +89,8 @@ static const cf_cfg_def avro_defs[] = {
     {.name = NULL},
 };
 
-static const cf_cfg_table avro_table = {
+/* Exported for the docs (src/config/registry.c lists the tables by this name). */
+const cf_cfg_table cf_avro_converter_table = {
     .name = "avro converter",
     .title = "AvroConverter (`avro`, `io.confluent.connect.avro.AvroConverter`)",
     .intro = "Confluent's Avro wire format (magic byte 0, 4-byte schema id, Avro binary) with schemas kept in a "
@@ -123,7 +124,7 @@ static const char *const avro_aliases[] = {"io.confluent.connect.avro.AvroConver
 const cf_converter_plugin cf_avro_converter_plugin = {
     .name = "avro",
     .aliases = avro_aliases,
-    .config = &avro_table,
+    .config = &cf_avro_converter_table,
     .create = avro_create,
     .from_connect = avro_from_connect,
     .to_connect = avro_to_connect,

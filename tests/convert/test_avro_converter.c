@@ -204,6 +204,40 @@ static void test_config_errors(void **state) {
     cf_props_destroy(p);
 }
 
+extern const cf_cfg_table cf_avro_converter_table;
+
+/* The settings table is consistent (cf_cfg_table_check: what Kafka's ConfigDef.define checks)
+ * and is the plugin's. */
+static void test_config_table(void **state) {
+    (void)state;
+    cf_err err;
+    cf_code rc = cf_cfg_table_check(&cf_avro_converter_table, &err);
+    if (rc) fail_msg("%s: %s", err.message, err.detail);
+    assert_ptr_equal(cf_converter_find("avro")->config, &cf_avro_converter_table);
+    assert_non_null(cf_cfg_table_find(&cf_avro_converter_table, "schema.registry.url"));
+    /* a full Confluent-style configuration validates */
+    cf_props *p = cf_props_new();
+    cf_props_set(p, "schema.registry.url", "https://a:8081,https://b:8081");
+    cf_props_set(p, "basic.auth.credentials.source", "USER_INFO");
+    cf_props_set(p, "basic.auth.user.info", "u:p");
+    cf_props_set(p, "value.subject.name.strategy", "io.confluent.kafka.serializers.subject.RecordNameStrategy");
+    cf_props_set(p, "auto.register.schemas", "false");
+    cf_props_set(p, "use.latest.version", "true");
+    cf_props_set(p, "schema.registry.ssl.ca.location", "/etc/ssl/certs/ca-certificates.crt");
+    const cf_cfg_table *t[] = {&cf_avro_converter_table};
+    cf_config *cfg = NULL;
+    char *problems = NULL;
+    rc = cf_config_parse(t, 1, p, &cfg, &problems, &err);
+    if (rc) fail_msg("%s: %s", err.message, problems ? problems : "");
+    cf_config_destroy(cfg);
+    free(problems);
+    /* a typo is reported */
+    cf_props_set(p, "auto.register.schema", "true");
+    assert_int_not_equal(cf_config_parse(t, 1, p, &cfg, &problems, &err), CF_OK);
+    free(problems);
+    cf_props_destroy(p);
+}
+
 /* Registered as a plugin under both names. */
 static void test_plugin(void **state) {
     (void)state;
@@ -230,6 +264,7 @@ int main(void) {
         cmocka_unit_test(test_unreachable_registry),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_plugin),
+        cmocka_unit_test(test_config_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
