@@ -12,6 +12,7 @@
 
 #include "cdcflow/config.h"
 #include "cdcflow/log.h"
+#include "cdcflow/transforms.h"
 #include "cdcflow/worker.h"
 #include "cli.h"
 
@@ -89,7 +90,11 @@ static int run(int argc, char **argv) {
             goto done;
         }
     }
-    cf_worker_opts opts = {.plugins = NULL, .input_file = input, .output_file = output, .rest = rest};
+    cf_worker_opts opts = {.plugins = NULL,
+                           .input_file = input,
+                           .output_file = output,
+                           .rest = rest,
+                           .transforms = &cf_transforms_for_worker};
     cf_worker *w = NULL;
     if (cf_worker_new(wprops, &opts, &w, &err)) {
         cf_cli_print_err(&err);
