@@ -1,36 +1,10 @@
 /*
- * fuzz_jsonl_extractor.c - the JSON lines extractor on arbitrary bytes: it must only
- * ever return records, CF_ERR_INVALID for a bad record (and then continue),
- * or CF_ERR_EOF; never crash, never loop. The first byte picks the compression.
+ * fuzz_jsonl_extractor.c - the JSON lines and record-file envelope
+ * extractors on arbitrary bytes (see extract_fuzz.h for what must hold).
  */
-#include <stddef.h>
-#include <stdint.h>
-
-#include "cdcflow/source_extract.h"
+#include "extract_fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size < 1) return 0;
-    cf_props *o = cf_props_new();
-    if (data[0] & 1) cf_props_set(o, "extractor.csv.headers.enabled", "false");
-    if (data[0] & 2) cf_props_set(o, "extractor.csv.headers", "a,b,,a");
-    cf_compression c = (data[0] >> 2) % 4;
-    cf_reader *r;
-    cf_reader_open_mem(data + 1, size - 1, "fuzz", c, &r, NULL);
-    cf_extractor *x;
-    if (cf_extractor_new(CF_FORMAT_JSONL, o, r, 0, 0, 0, &x, NULL) == CF_OK) {
-        for (int i = 0; i < 100000; i++) {
-            cf_schema *s;
-            cf_value *v;
-            cf_code rc = cf_extractor_next(x, &s, &v, NULL, NULL);
-            if (rc == CF_OK) {
-                cf_value_destroy(v);
-                cf_schema_unref(s);
-            } else if (rc != CF_ERR_INVALID) {
-                break;
-            }
-        }
-        cf_extractor_destroy(x);
-    }
-    cf_props_destroy(o);
-    return 0;
+    cf_fuzz_extract(CF_FORMAT_JSONL, data, size);
+    return cf_fuzz_extract(CF_FORMAT_ENVELOPE, data, size);
 }
