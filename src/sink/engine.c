@@ -40,7 +40,22 @@ typedef struct sk_table {
     size_t nb, capb;
     int64_t last_purge;
     void *bg_state; /* the background connection's statement cache */
+    /* per partition: the last offset put and the stream's epoch, which
+     * changes whenever the offsets are not consecutive (a redelivery, a
+     * reassignment, records dropped upstream) */
+    int64_t *last_off;
+    uint32_t *epoch;
+    size_t n_parts;
 } sk_table;
+
+/* A buffered change and where it came from (the merge rule needs it). */
+typedef struct sk_change {
+    cf_change c;
+    int32_t partition;
+    uint32_t epoch;
+} sk_change;
+
+#define CF_SINK_RETRY_AFTER_FLUSH 1000 /* internal: apply the buffer, then route the record again */
 
 typedef struct sk_entry {
     uint64_t hash;
@@ -74,6 +89,7 @@ struct cf_sink {
     void *bg_ts;
     cf_err bg_err;
     bool bg_failed;
+    bool merge_any; /* cf_sink_compact: changes of one ordered stream */
 };
 
 static double now_s(void) {
@@ -120,6 +136,8 @@ static void table_free(cf_sink *s, sk_table *t) {
     cf_schema_unref(t->key_schema);
     map_clear(&t->map);
     free(t->batch);
+    free(t->last_off);
+    free(t->epoch);
     free(t);
 }
 
@@ -373,7 +391,18 @@ static void batch_push(sk_table *t, cf_change *c, uint32_t *slot) {
     t->batch[t->nb++] = c;
 }
 
-static void compact_add(cf_sink *s, sk_table *t, cf_change *c) {
+/* Merging cells that keep the stored value from the buffered change is
+ * right only if that change is the key's previous change in the source:
+ * same partition and an unbroken run of offsets since (same epoch). Across
+ * a break (a zombie task's stale buffer, a redelivery) the buffered change
+ * is applied first instead, and the new one then keeps what is stored. */
+static bool may_merge(const cf_change *newer, const cf_change *older) {
+    if (!newer->has_keep || newer->op != CF_CHANGE_UPSERT || older->op != CF_CHANGE_UPSERT) return true;
+    const sk_change *a = (const sk_change *)newer, *b = (const sk_change *)older;
+    return a->partition == b->partition && a->epoch == b->epoch;
+}
+
+static int compact_add(cf_sink *s, sk_table *t, cf_change *c) {
     if ((s->ht_used + 1) * 10 > s->ht_cap * 7) ht_grow(s);
     uint32_t len;
     const uint8_t *key = encode_key(s, c, t->t.n_key, &len);
@@ -383,12 +412,13 @@ static void compact_add(cf_sink *s, sk_table *t, cf_change *c) {
         sk_entry *e = &s->ht[j];
         if (e->hash == h && e->tbl == t && e->len == len && memcmp(e->key, key, len) == 0) {
             cf_change *old = t->batch[e->slot];
-            s->st.compacted++;
             if (cf_seq_compare(&c->seq, &old->seq) >= 0) {
+                if (!s->merge_any && !may_merge(c, old)) return CF_SINK_RETRY_AFTER_FLUSH;
                 merge_keep(c, old);
                 t->batch[e->slot] = c;
             }
-            return;
+            s->st.compacted++;
+            return CF_OK;
         }
         j = (j + 1) & (s->ht_cap - 1);
     }
@@ -396,6 +426,7 @@ static void compact_add(cf_sink *s, sk_table *t, cf_change *c) {
     e->hash = h, e->key = key, e->len = len, e->tbl = t;
     batch_push(t, c, &e->slot);
     s->ht_used++;
+    return CF_OK;
 }
 
 /* Compact an array of changes of one table in place (used by targets for
@@ -405,10 +436,11 @@ size_t cf_sink_compact(cf_change **changes, size_t n, size_t n_key) {
     cf_sink tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.arena = cf_arena_new(0);
+    tmp.merge_any = true;
     sk_table t;
     memset(&t, 0, sizeof t);
     t.t.n_key = n_key;
-    for (size_t i = 0; i < n; i++) compact_add(&tmp, &t, changes[i]);
+    for (size_t i = 0; i < n; i++) (void)compact_add(&tmp, &t, changes[i]); /* staged rows: one stream, in order */
     memcpy(changes, t.batch, t.nb * sizeof *changes);
     size_t m = t.nb;
     free(t.batch);
@@ -419,7 +451,7 @@ size_t cf_sink_compact(cf_change **changes, size_t n, size_t n_key) {
 
 /* ---------------- routing a record ---------------- */
 
-static cf_code route(cf_sink *s, const cf_record *rec, cf_err *err) {
+static cf_code route(cf_sink *s, const cf_record *rec, bool retry, cf_err *err) {
     sk_class k;
     cf_code rc = sk_classify(&s->o, rec, &k, err);
     if (rc) return rc;
@@ -453,8 +485,23 @@ static cf_code route(cf_sink *s, const cf_record *rec, cf_err *err) {
         rc = build_map(s, t, k.image->u.st.schema, err);
         if (rc) return rc;
     }
-    cf_change *c = cf_arena_alloc(s->arena, sizeof *c);
-    memset(c, 0, sizeof *c);
+    if (rec->partition >= 0 && !retry) { /* stream epochs per partition */
+        size_t p = (size_t)rec->partition;
+        if (p >= t->n_parts) {
+            size_t n = p + 1;
+            t->last_off = cf_xrealloc(t->last_off, n * sizeof *t->last_off);
+            t->epoch = cf_xrealloc(t->epoch, n * sizeof *t->epoch);
+            for (size_t i = t->n_parts; i < n; i++) t->last_off[i] = -2, t->epoch[i] = 0;
+            t->n_parts = n;
+        }
+        if (rec->offset != t->last_off[p] + 1) t->epoch[p]++;
+        t->last_off[p] = rec->offset;
+    }
+    sk_change *sc = cf_arena_alloc(s->arena, sizeof *sc);
+    memset(sc, 0, sizeof *sc);
+    sc->partition = rec->partition;
+    sc->epoch = rec->partition >= 0 && (size_t)rec->partition < t->n_parts ? t->epoch[rec->partition] : 0;
+    cf_change *c = &sc->c;
     c->op = k.op;
     c->seq = seq;
     cf_seq_format(&seq, c->seq_text);
@@ -495,11 +542,11 @@ static cf_code route(cf_sink *s, const cf_record *rec, cf_err *err) {
             }
             if (c->cells[ci].kind == CF_CELL_KEEP) c->has_keep = true;
         }
-        s->st.upserts++;
-    } else {
-        s->st.deletes++;
     }
-    compact_add(s, t, c);
+    rc = compact_add(s, t, c);
+    if (rc) return rc; /* CF_SINK_RETRY_AFTER_FLUSH */
+    if (k.op == CF_CHANGE_UPSERT) s->st.upserts++;
+    else s->st.deletes++;
     s->buffered++;
     return CF_OK;
 }
@@ -560,7 +607,15 @@ cf_code cf_sink_put(cf_sink *s, cf_record *const *records, size_t n, cf_err *err
         s->st.records++;
         cf_err problem;
         cf_err_clear(&problem);
-        cf_code rc = route(s, r, &problem);
+        cf_code rc = route(s, r, false, &problem);
+        if (rc == CF_SINK_RETRY_AFTER_FLUSH) {
+            s->st.t_route_s += now_s() - t0;
+            rc = do_flush(s, err);
+            if (rc) return rc;
+            t0 = now_s();
+            rc = route(s, r, true, &problem);
+            if (rc == CF_SINK_RETRY_AFTER_FLUSH) rc = cf_err_set(&problem, CF_ERR_INTERNAL, "compaction retry failed");
+        }
         if (rc) {
             char where[256];
             snprintf(where, sizeof where, "%s/%d@%" PRId64 "%s%s", r->topic ? r->topic : "?", r->partition,

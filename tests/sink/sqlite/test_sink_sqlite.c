@@ -22,6 +22,7 @@
 
 #include "../cdc_drive.h"
 #include "../cdc_gen.h"
+#include "../cdc_pipeline.h"
 #include "cdcflow/buf.h"
 #include "cdcflow/sink.h"
 
@@ -326,11 +327,23 @@ static void test_seed32(void **state) {
 
 /* ---------------- generator runs ---------------- */
 
-static void run_gen_st(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed,
-                       int64_t staleness) {
+static void run_gen_pl(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed,
+                       int64_t staleness, const cf_props *pipeline) {
     gen g;
     gen_init(&g, seed, shape, n_keys, 4, TOPIC);
     for (int i = 0; i < n_ops; i++) gen_step(&g);
+    if (pipeline) {
+        size_t dropped;
+        cf_err pe;
+        cf_err_clear(&pe);
+        int prc = pipeline_apply(&g, pipeline, &dropped, &pe);
+        if (prc) {
+            char buf[2048];
+            fprintf(stderr, "pipeline: %s\n", cf_err_format(&pe, buf, sizeof buf));
+        }
+        assert_int_equal(prc, CF_OK);
+        fprintf(stderr, "# JsonConverter + transforms: %zu records dropped by the transforms\n", dropped);
+    }
     fresh_db("gen");
     cf_sink_options o;
     opts_for(&o);
@@ -358,8 +371,34 @@ static void run_gen_st(gen_shape shape, const char *seq_field, int n_ops, int32_
     gen_free(&g);
 }
 
+static void run_gen_st(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed,
+                       int64_t staleness) {
+    run_gen_pl(shape, seq_field, n_ops, n_keys, chaos, seed, staleness, NULL);
+}
+
 static void run_gen(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed) {
     run_gen_st(shape, seq_field, n_ops, n_keys, chaos, seed, 0);
+}
+
+/* Raw Debezium envelopes -> JsonConverter bytes -> records ->
+ * ExtractNewRecordState in each delete mode -> the sink. */
+static void test_gen_json_unwrap(void **state) {
+    (void)state;
+    cf_props *legacy = unwrap_conf("transforms.unwrap.delete.handling.mode", "rewrite",
+                                   "transforms.unwrap.drop.tombstones", "false");
+    cf_props *rwt = unwrap_conf("transforms.unwrap.delete.tombstone.handling.mode", "rewrite-with-tombstone",
+                                "transforms.unwrap.add.fields", "op,source.lsn");
+    cf_props *rewrite = unwrap_conf("transforms.unwrap.delete.tombstone.handling.mode", "rewrite", NULL, NULL);
+    cf_props *dflt = unwrap_conf(NULL, NULL, NULL, NULL);
+    cf_props *d2t = unwrap_conf("transforms.unwrap.delete.tombstone.handling.mode", "delete-to-tombstone", NULL, NULL);
+    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 21, 0, legacy); /* the seed's configuration */
+    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 22, 0, rwt);
+    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 23, 0, rewrite);
+    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 24, 0, dflt);
+    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 25, 0, d2t);
+    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 26, 0, legacy);
+    cf_props_destroy(legacy), cf_props_destroy(rwt), cf_props_destroy(rewrite), cf_props_destroy(dflt);
+    cf_props_destroy(d2t);
 }
 
 static void test_gen_staleness(void **state) {
@@ -379,10 +418,16 @@ static void test_gen_small_all_shapes(void **state) {
     }
 }
 
+/* The proof run: 100,000 operations as Debezium envelopes through the
+ * JsonConverter and ExtractNewRecordState (the seed's legacy rewrite mode),
+ * with redelivery, crashes and rebalances; and one by offset order. */
 static void test_gen_100k(void **state) {
     (void)state;
-    run_gen(GEN_REWRITE, "version", 100000, 5000, 1, 42);
+    cf_props *legacy = unwrap_conf("transforms.unwrap.delete.handling.mode", "rewrite",
+                                   "transforms.unwrap.drop.tombstones", "false");
+    run_gen_pl(GEN_ENVELOPE, "version", 100000, 5000, 1, 42, 0, legacy);
     run_gen(GEN_REWRITE, NULL, 100000, 5000, 1, 43);
+    cf_props_destroy(legacy);
 }
 
 
@@ -724,6 +769,7 @@ int main(void) {
         cmocka_unit_test(test_concurrent_schema_updates),
         cmocka_unit_test(test_gen_small_all_shapes),
         cmocka_unit_test(test_gen_staleness),
+        cmocka_unit_test(test_gen_json_unwrap),
         cmocka_unit_test(test_gen_100k),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
