@@ -464,6 +464,17 @@ void json_write_string(cf_buf *b, const char *s, size_t len) {
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) { /* valid UTF-8 passes; invalid bytes become U+FFFD, as Java's decoder does */
+            size_t n = utf8_seq((const unsigned char *)s + i, (const unsigned char *)s + len);
+            if (n) {
+                i += n - 1;
+                continue;
+            }
+            cf_buf_append(b, s + run, i - run);
+            cf_buf_append(b, "\xEF\xBF\xBD", 3);
+            run = i + 1;
+            continue;
+        }
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         cf_buf_append(b, s + run, i - run);
         run = i + 1;

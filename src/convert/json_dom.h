@@ -70,7 +70,9 @@ const char *json_type_name(const jnode *n);
 
 /* ---- writing ---- */
 /* A JSON string literal with Jackson's escaping (\" \\ \b \t \n \f \r, other
- * control characters as \u00XX with upper-case hex, everything else raw). */
+ * control characters as \u00XX with upper-case hex, everything else raw;
+ * bytes that are not valid UTF-8 are written as U+FFFD, so the output is
+ * always valid JSON text). */
 void json_write_string(cf_buf *b, const char *s, size_t len);
 /* Java's Double.toString / Float.toString (what Jackson writes): shortest
  * digits that read back to the same value, "1.0E10" form outside

@@ -1043,6 +1043,9 @@ static void stringEscapes(void **st) {
     sv r = to_connect(c, "\"a\\\"b\\\\c\\n\\u0001\\/\\u00e9\\ud83d\\ude00\"");
     assert_string_equal(r.value->u.s.ptr, "a\"b\\c\n\x01/\xc3\xa9\xf0\x9f\x98\x80");
     sv_free(&r);
+    cf_value *bad = cf_value_string_n("a\xff\xc3", 3); /* invalid UTF-8 in a value: U+FFFD, valid output */
+    expect_json(c, s, bad, "\"a\xef\xbf\xbd\xef\xbf\xbd\"");
+    cf_value_destroy(bad);
     cf_err err;
     assert_int_equal(to_connect_err(c, "\"\\ud83d\"", &err), CF_ERR_INVALID);
     assert_int_equal(to_connect_err(c, "\"\xff\"", &err), CF_ERR_INVALID);
