@@ -186,6 +186,15 @@ const char *cf_consumer_bootstrap(const cf_consumer *c);
 /* Closes if not closed, then frees. NULL-safe. */
 void cf_consumer_destroy(cf_consumer *c);
 
+/* ================================================================ admin */
+
+/* Create a topic with the admin API (idempotent: an existing topic is
+ * CF_OK, whatever its partition count). replication -1 = broker default.
+ * kv: extra librdkafka client settings. */
+cf_code cf_kafka_create_topic(const char *bootstrap, const char *topic, int partitions,
+                              int replication, const char *const *kv, size_t n_kv, int timeout_ms,
+                              cf_err *err);
+
 /* ================================================================ embedded */
 
 typedef struct cf_embedded_kafka cf_embedded_kafka;
