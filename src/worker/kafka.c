@@ -3,9 +3,14 @@
  * producer of source tasks (and of dead letter queues), the consumer group
  * of sink tasks, and the offsets-topic store.
  *
- * Written directly on librdkafka because the transport module's wrappers
- * were not there yet; the shapes (cf_msg_out / cf_msg_in) are the worker's
- * own, so switching to them later touches this file only.
+ * The producer and consumer are written on librdkafka directly rather than
+ * on the transport module's cf_producer / cf_consumer: cf_producer_send
+ * blocks while librdkafka's queue is full, so during a broker outage a
+ * source task could not notice SIGTERM and stop; here a full queue returns
+ * CF_ERR_AGAIN and the task loop owns the backoff, the log line per step and
+ * the stop check. The offsets-topic reader needs assign-from-beginning and
+ * watermarks, which cf_consumer does not offer. The embedded cluster is the
+ * transport module's (cf_embedded_kafka).
  *
  * NOTHING IS DROPPED: the producer is idempotent (acks=all, in-order,
  * no duplicates on retry) with message.timeout.ms=0, i.e. librdkafka
@@ -32,7 +37,6 @@
  * process (for tests and demos; nothing is persisted).
  */
 #include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,6 +45,7 @@
 #include <strings.h>
 
 #include "cdcflow/log.h"
+#include "cdcflow/transport.h"
 #include "worker_internal.h"
 
 #define COMP "kafka"
@@ -49,30 +54,21 @@
 
 struct cf_kafka_env {
     char *bootstrap;
-    rd_kafka_t *mock_rk;
-    rd_kafka_mock_cluster_t *mock;
+    cf_embedded_kafka *embedded; /* the transport module's in-process mock cluster */
 };
 
 cf_code cf_kafka_env_new(const cf_config *cfg, cf_kafka_env **out, cf_err *err) {
     size_t n = 0;
     const char *const *bs = cf_config_list(cfg, "bootstrap.servers", &n);
     cf_kafka_env *e = cf_xcalloc(1, sizeof *e);
-    if (n == 1 && strcasecmp(bs[0], "embedded") == 0) {
-        char errstr[512];
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        rd_kafka_conf_set(conf, "log_level", "3", NULL, 0);
-        e->mock_rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-        if (!e->mock_rk) {
+    if (n == 1 && strcasecmp(bs[0], CF_EMBEDDED_BOOTSTRAP) == 0) {
+        /* one cluster shared by every client of this worker */
+        e->embedded = cf_embedded_kafka_new(1, err);
+        if (!e->embedded) {
             free(e);
-            return cf_err_set(err, CF_ERR_TRANSPORT, "cannot start the embedded Kafka cluster: %s", errstr);
+            return err ? err->code : CF_ERR_TRANSPORT;
         }
-        e->mock = rd_kafka_mock_cluster_new(e->mock_rk, 1);
-        if (!e->mock) {
-            rd_kafka_destroy(e->mock_rk);
-            free(e);
-            return cf_err_set(err, CF_ERR_TRANSPORT, "cannot start the embedded Kafka cluster");
-        }
-        e->bootstrap = cf_xstrdup(rd_kafka_mock_cluster_bootstraps(e->mock));
+        e->bootstrap = cf_xstrdup(cf_embedded_kafka_bootstrap(e->embedded));
         CF_INFO(COMP, "embedded Kafka cluster (librdkafka mock, in memory) at %s", e->bootstrap);
     } else {
         cf_buf b = CF_BUF_INIT;
@@ -85,8 +81,7 @@ cf_code cf_kafka_env_new(const cf_config *cfg, cf_kafka_env **out, cf_err *err) 
 
 void cf_kafka_env_destroy(cf_kafka_env *e) {
     if (!e) return;
-    if (e->mock) rd_kafka_mock_cluster_destroy(e->mock);
-    if (e->mock_rk) rd_kafka_destroy(e->mock_rk);
+    cf_embedded_kafka_destroy(e->embedded);
     free(e->bootstrap);
     free(e);
 }
