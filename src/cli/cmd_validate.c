@@ -17,6 +17,7 @@
 #include "cdcflow/config.h"
 #include "cdcflow/connector.h"
 #include "cdcflow/convert.h"
+#include "cdcflow/transforms.h"
 #include "cli.h"
 
 /* Accept every key: used when the connector is unknown, so that its own
@@ -116,6 +117,86 @@ static int check_converter(cf_buf *out, const char *path, const cf_props *props,
     return count;
 }
 
+/* Every alias in "transforms": its type must be a known transform and its
+ * own settings (transforms.<alias>.*) must pass the transform's table; then
+ * the chain is built as the worker builds it, to catch whatever else the
+ * run would refuse (predicates, for one). A missing type was reported by
+ * cf_connector_config_check already. */
+static int check_transforms(cf_buf *out, const char *path, const cf_props *props, const cf_props *lines) {
+    const char *list = cf_props_get(props, "transforms");
+    if (!list) return 0;
+    int count = 0;
+    char *copy = strdup(list);
+    if (!copy) return 0;
+    char *save = NULL;
+    for (char *alias = strtok_r(copy, ",", &save); alias; alias = strtok_r(NULL, ",", &save)) {
+        while (*alias == ' ' || *alias == '\t') alias++;
+        size_t l = strlen(alias);
+        while (l && (alias[l - 1] == ' ' || alias[l - 1] == '\t')) alias[--l] = '\0';
+        if (!l) continue;
+        char prefix[512], key[600];
+        snprintf(prefix, sizeof prefix, "transforms.%s.", alias);
+        snprintf(key, sizeof key, "%stype", prefix);
+        const char *type = cf_props_get(props, key);
+        if (!type || !*type) continue;
+        const cf_transform_plugin *pl = cf_transform_find(type);
+        if (!pl) {
+            cf_buf line = CF_BUF_INIT, known = CF_BUF_INIT;
+            for (const cf_transform_plugin *const *p = cf_transform_plugins(); *p; p++) {
+                cf_buf_printf(&known, "%s%s", known.len ? ", " : "", (*p)->name);
+                for (const char *const *a = (*p)->aliases; a && *a; a++) cf_buf_printf(&known, ", %s", *a);
+            }
+            cf_buf_printf(&line, "%s: unknown transform \"%s\"; known transforms: %s", key, type,
+                          known.len ? known.data : "(none)");
+            count += add_problems(out, path, line.data, lines, NULL);
+            cf_buf_free(&line);
+            cf_buf_free(&known);
+            continue;
+        }
+        if (!pl->config) continue;
+        cf_props *sub = cf_props_subset(props, prefix, true);
+        /* keys the chain itself owns, not the transform */
+        cf_props_remove(sub, "type");
+        cf_props_remove(sub, "predicate");
+        cf_props_remove(sub, "negate");
+        const cf_cfg_table *tables[1] = {pl->config};
+        char *problems = NULL;
+        cf_err err;
+        if (cf_config_parse(tables, 1, sub, NULL, &problems, &err) != CF_OK) {
+            cf_buf fixed = CF_BUF_INIT;
+            for (const char *p = problems; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t)(nl - p + 1) : strlen(p);
+                cf_buf_printf(&fixed, "%s%.*s", prefix, (int)len, p);
+                p += len;
+            }
+            count += add_problems(out, path, fixed.data, lines, NULL);
+            cf_buf_free(&fixed);
+        }
+        free(problems);
+        cf_props_destroy(sub);
+    }
+    free(copy);
+    if (!count) {
+        cf_transform_chain *chain = NULL;
+        cf_err err;
+        if (cf_transform_chain_new(props, &chain, &err) != CF_OK) {
+            cf_buf line = CF_BUF_INIT;
+            /* the chain's messages often start with the key already */
+            if (err.where[0] && strncmp(err.message, err.where, strlen(err.where)) == 0)
+                cf_buf_append_str(&line, err.message);
+            else
+                cf_buf_printf(&line, "%s: %s", err.where[0] ? err.where : "transforms", err.message);
+            if (err.detail[0]) cf_buf_printf(&line, "; %s", err.detail);
+            if (err.hint[0]) cf_buf_printf(&line, "; %s", err.hint);
+            count += add_problems(out, path, line.data, lines, NULL);
+            cf_buf_free(&line);
+        }
+        cf_transform_chain_destroy(chain);
+    }
+    return count;
+}
+
 /* Returns the number of problems found in one file (0 = valid). */
 static int validate_one(const char *path) {
     cf_props *props = NULL, *lines = NULL;
@@ -172,6 +253,7 @@ static int validate_one(const char *path) {
     }
     count += check_converter(&out, path, props, lines, "key.converter");
     count += check_converter(&out, path, props, lines, "value.converter");
+    if (plugin) count += check_transforms(&out, path, props, lines);
     if (count)
         printf("%s: INVALID (%d problem%s)\n%s", path, count, count > 1 ? "s" : "", out.data);
     else
@@ -221,7 +303,9 @@ const cf_command cf_cmd_validate = {
     "values outside their range or list of allowed values. A missing or unknown\n"
     "connector.class is reported with the list of known connectors. key.converter\n"
     "and value.converter must name known converters, and their settings (under\n"
-    "key.converter. / value.converter.) are checked against the converter's table.\n"
+    "key.converter. / value.converter.) are checked against the converter's table;\n"
+    "each alias in transforms must name a known transform, and its settings\n"
+    "(transforms.<alias>.*) are checked against the transform's table.\n"
     "\n"
     "Output, per file: \"FILE: OK (...)\" or \"FILE: INVALID\" followed by one line\n"
     "per problem, \"FILE[:LINE]: key: what is wrong; the value; what is allowed\".\n"

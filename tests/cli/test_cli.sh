@@ -48,6 +48,8 @@ files.path=$T/in
 errors.tolerance=ALL
 transforms=route
 transforms.route.type=org.apache.kafka.connect.transforms.RegexRouter
+transforms.route.regex=(.*)
+transforms.route.replacement=\$1-copy
 PROPS
 cat > "$T/good.json" <<JSON
 {"name": "files-2", "config": {"connector.class": "files", "files.path": "$T/in", "tasks.max": 1,
@@ -110,6 +112,22 @@ expect_out "Expected value to be either true or false" "converter setting"
 expect_out "$T/conv.properties:6: value.converter: unknown converter \"avrox\"; known converters: json" "unknown converter"
 printf 'name=x\nconnector.class=files\nfiles.path=%s\nvalue.converter=json\nvalue.converter.schemas.enable=false\n' "$T/in" > "$T/conv-ok.properties"
 run "$CLI" validate "$T/conv-ok.properties"; expect_rc 0 "converter settings ok"
+
+# transforms: known type, the transform's own settings, what the chain refuses
+cat > "$T/smt.properties" <<PROPS
+name=x
+connector.class=files
+files.path=$T/in
+transforms=route,u
+transforms.route.type=RegexRouter
+transforms.route.regexx=a
+transforms.u.type=com.example.Nope
+PROPS
+run "$CLI" validate "$T/smt.properties"; expect_rc 2 "transforms"
+expect_out "$T/smt.properties:6: transforms.route.regexx: unknown configuration" "transform setting typo"
+expect_out 'did you mean "regex"' "transform setting typo"
+expect_out "transforms.route.replacement: missing required configuration" "transform required setting"
+expect_out "$T/smt.properties:7: transforms.u.type: unknown transform \"com.example.Nope\"; known transforms: " "unknown transform"
 
 # sinks: exactly one of topics / topics.regex (SinkConnectorConfig.validate)
 run "$CLI" validate "$T/noclass.json"
