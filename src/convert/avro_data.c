@@ -798,6 +798,7 @@ typedef struct fdef {
     char *fullname;
     json_t *def;            /* the full definition (borrowed; lives in the output tree) */
     const cf_schema *schema; /* STRUCT definitions: the Connect schema (borrowed) */
+    const cf_schema *map;    /* MapEntry definitions: the Connect map schema (borrowed) */
 } fdef;
 
 typedef struct fctx {
@@ -822,6 +823,7 @@ static void fc_add(fctx *F, const char *fullname, json_t *def, const cf_schema *
     F->defs[F->ndefs].fullname = cf_xstrdup(fullname);
     F->defs[F->ndefs].def = def;
     F->defs[F->ndefs].schema = s;
+    F->defs[F->ndefs].map = NULL;
     F->ndefs++;
 }
 
@@ -1027,6 +1029,19 @@ static json_t *fc(fctx *F, const cf_schema *s, bool ignore_optional, const char 
             json_object_set_new(base, "type", json_string("map"));
             json_object_set_new(base, "values", vals);
         } else {
+            /* An equal map converted before: reuse its entry record by name (its nested
+             * definitions are references now, so comparing JSON would not see the match). */
+            const char *entry_name = s->name ? s->name : CF_AVRO_MAP_ENTRY;
+            for (size_t i = 0; i < F->ndefs && !base; i++) {
+                const cf_schema *m = F->defs[i].map;
+                if (m && strcmp(F->defs[i].fullname, entry_name) == 0 && cf_schema_equal(m->key_schema, s->key_schema) &&
+                    cf_schema_equal(m->value_schema, s->value_schema)) {
+                    base = json_object();
+                    json_object_set_new(base, "type", json_string("array"));
+                    json_object_set_new(base, "items", json_string(entry_name));
+                }
+            }
+            if (base) break;
             json_t *rec = json_object();
             char *ns = NULL, *nm = NULL;
             if (s->name) split_name(s->name, &ns, &nm);
@@ -1053,6 +1068,7 @@ static json_t *fc(fctx *F, const cf_schema *s, bool ignore_optional, const char 
             free(nm);
             json_t *placed = fc_named(F, full, rec, NULL, path);
             if (!placed) return NULL;
+            if (placed == rec) F->defs[F->ndefs - 1].map = s;
             base = json_object();
             json_object_set_new(base, "type", json_string("array"));
             json_object_set_new(base, "items", placed);

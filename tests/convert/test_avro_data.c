@@ -386,6 +386,31 @@ static void test_names_and_reuse(void **state) {
     assert_null(json);
     cf_schema_unref(t2);
     cf_schema_unref(top);
+
+    /* the same non-string-key map twice, its values a named struct: one MapEntry definition,
+     * then a reference (the nested struct inside is itself a reference the second time) */
+    cf_schema *item = cf_schema_new_struct();
+    cf_schema_set_name(item, "x.Item");
+    cf_schema_add_field(item, "q", cf_schema_primitive(CF_INT32, false), NULL);
+    cf_schema *t3 = cf_schema_new_struct();
+    cf_schema_set_name(t3, "x.T3");
+    cf_schema_add_field(t3, "m1", cf_schema_new_map(cf_schema_primitive(CF_INT64, false), cf_schema_ref(item)), NULL);
+    cf_schema_add_field(t3, "m2", cf_schema_new_map(cf_schema_primitive(CF_INT64, false), item), NULL);
+    assert_avro_json(
+        t3, "{\"type\":\"record\",\"name\":\"T3\",\"namespace\":\"x\",\"fields\":["
+            "{\"name\":\"m1\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\",\"name\":\"MapEntry\","
+            "\"namespace\":\"io.confluent.connect.avro\",\"fields\":[{\"name\":\"key\",\"type\":\"long\"},"
+            "{\"name\":\"value\",\"type\":{\"type\":\"record\",\"name\":\"Item\",\"namespace\":\"x\",\"fields\":["
+            "{\"name\":\"q\",\"type\":\"int\"}],\"connect.name\":\"x.Item\"}}]}}},"
+            "{\"name\":\"m2\",\"type\":{\"type\":\"array\",\"items\":\"io.confluent.connect.avro.MapEntry\"}}],"
+            "\"connect.name\":\"x.T3\"}");
+    cf_avro_codec *c3;
+    assert_int_equal(cf_avro_codec_from_connect(t3, NULL, &c3, NULL), CF_OK);
+    cf_schema *back = to_connect(cf_avro_codec_json(c3));
+    assert_true(cf_schema_equal(back, t3));
+    cf_schema_unref(back);
+    cf_avro_codec_destroy(c3);
+    cf_schema_unref(t3);
 }
 
 /* ---------------- Avro -> Connect (AvroDataTest.testToConnect*) ---------------- */
