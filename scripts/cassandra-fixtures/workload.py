@@ -163,6 +163,16 @@ run("UPDATE cdcks.counters SET c1 = c1 + 5, c2 = c2 - 3 WHERE k = 'c' AND b = 1"
 run("UPDATE cdcks.counters SET c1 = c1 + 1 WHERE k = 'c' AND b = 1")
 run("UPDATE cdcks.counters SET c2 = c2 + 100 WHERE k = 'c' AND b = 2")
 run("BEGIN COUNTER BATCH UPDATE cdcks.counters SET c1 = c1 + 2 WHERE k = 'd' AND b = 1; APPLY BATCH")
+# ---------------------------------------------------------------- bulk (rollover cases)
+# CF_WORKLOAD_BULK=N adds N rows of ~1 KiB to cdcks.bulk so the CDC data spans
+# several 1 MiB segments (v = n repeated as 'v<n>' then 'x' * 1000).
+BULK = int(os.environ.get("CF_WORKLOAD_BULK", "0"))
+if BULK:
+    run("CREATE TABLE cdcks.bulk (k int PRIMARY KEY, n int, v text) WITH cdc = true")
+    time.sleep(1)
+    for i in range(BULK):
+        session.execute(f"INSERT INTO cdcks.bulk (k, n, v) VALUES ({i}, {i}, 'v{i}{'x' * 1000}') USING TIMESTAMP {ts(1000 + i)}")
+    log.write(f"-- {BULK} x INSERT INTO cdcks.bulk (k, n, v) VALUES (i, i, 'v<i>' || 1000 * 'x') USING TIMESTAMP {ts(1000)} + i*1000;\n")
 log.close()
 
 # ---------------------------------------------------------------- what Cassandra says
@@ -179,10 +189,14 @@ with open(os.path.join(out, "system_schema.json"), "w") as f:
     f.write("\n")
 
 pk = {"all_types": "id, bucket", "events": "p", "simple": "k", "counters": "k", "plain": "k"}
+if BULK:
+    pk["bulk"] = "k"
 with open(os.path.join(out, "tokens.jsonl"), "w") as tf:
     for table, cols in pk.items():
         with open(os.path.join(out, "expected", table + ".jsonl"), "w") as f:
-            for r in session.execute(f"SELECT JSON * FROM cdcks.{table}"):
+            # bulk: k and n only (v is 'v<n>' followed by 1000 'x')
+            sel = "k, n" if table == "bulk" else "*"
+            for r in session.execute(f"SELECT JSON {sel} FROM cdcks.{table}"):
                 f.write(r[0] + "\n")
         for r in session.execute(f"SELECT DISTINCT {cols}, token({cols}) AS t FROM cdcks.{table}"):
             d = r._asdict()

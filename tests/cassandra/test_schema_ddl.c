@@ -120,6 +120,7 @@ static void test_ddl_equals_system_schema(void **state) {
     /* DESCRIBE FULL SCHEMA WITH INTERNALS: every system keyspace of 5.0.5
      * (custom types, composite keys, virtual keyspaces in comments) */
     compare_case("full-schema", 51);
+    compare_case("v8-lz4-rollover", 6); /* + cdcks.bulk */
 }
 
 static void expect_error_fn(const char *ddl, cf_code code, const char *msg_part);
