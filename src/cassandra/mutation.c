@@ -68,7 +68,8 @@ static inline uint64_t rd_uvint(cur *c, const char *what) {
         c->p++;
         return first;
     }
-    int extra = __builtin_clz((unsigned)(uint8_t)~first) - 24;
+    /* 0xff: 8 extra bytes (clz of 0 is undefined, so it is spelled out) */
+    int extra = first == 0xff ? 8 : __builtin_clz((unsigned)(uint8_t)~first) - 24;
     if (!need(c, (size_t)extra + 1, what)) return 0;
     uint64_t v = extra >= 8 ? 0 : (uint64_t)(first & (0xffu >> extra));
     for (int i = 1; i <= extra; i++) v = v << 8 | c->p[i];
@@ -649,6 +650,18 @@ static size_t recover(cf_cass_decoder *d, const uint8_t *p, size_t len, size_t f
         d->prefix_count = nt;
     }
     for (size_t off = from; off + 16 < len; off++) {
+        if (nt <= 8) {
+            /* few tables: let memmem find the next occurrence of any id */
+            size_t best = len;
+            for (size_t i = 0; i < nt; i++) {
+                const cf_cass_table *t = cf_cass_schema_table_at(d->schema, i);
+                if (!t->has_id) continue;
+                const uint8_t *f = memmem(p + off, len - off, t->id, 16);
+                if (f && (size_t)(f - p) < best) best = (size_t)(f - p);
+            }
+            if (best + 16 >= len) break;
+            off = best;
+        }
         /* an update follows the END_OF_PARTITION byte (0x01) of the one before */
         if (p[off - 1] != 0x01) continue;
         unsigned k = (unsigned)p[off] << 8 | p[off + 1];

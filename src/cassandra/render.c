@@ -260,7 +260,7 @@ static void timestamp(cf_buf *b, int64_t ms) {
 static bool read_uvint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
     if (*p >= end) return false;
     uint8_t first = **p;
-    int extra = first < 0x80 ? 0 : __builtin_clz((unsigned)(uint8_t)~first) - 24;
+    int extra = first < 0x80 ? 0 : first == 0xff ? 8 : __builtin_clz((unsigned)(uint8_t)~first) - 24;
     if (end - *p < extra + 1) return false;
     uint64_t v = extra >= 8 ? 0 : (uint64_t)(first & (0xffu >> extra));
     for (int i = 1; i <= extra; i++) v = v << 8 | (*p)[i];
