@@ -131,6 +131,6 @@ cf_code cf_worker_file_in_new(const char *path, cf_msg_in *in, cf_err *err) {
     cf_recordfile_reader *r = NULL;
     cf_code rc = cf_recordfile_reader_open(path, &r, err);
     if (rc) return rc;
-    *in = (cf_msg_in){r, fin_poll, fin_commit, fin_destroy, NULL, NULL};
+    *in = (cf_msg_in){r, fin_poll, fin_commit, fin_destroy, NULL, NULL, NULL, NULL};
     return CF_OK;
 }

@@ -360,6 +360,33 @@ static cf_code cons_commit(void *st, const cf_tp_pos *pos, size_t n, cf_err *err
     return CF_OK;
 }
 
+static void cons_pause(void *st, bool paused) {
+    cons *c = st;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(c->rk, &l) || !l) return;
+    if (paused) rd_kafka_pause_partitions(c->rk, l);
+    else rd_kafka_resume_partitions(c->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Records behind: high watermark (as last fetched, no request) minus the
+ * position, summed over the assignment. */
+static int64_t cons_lag(void *st) {
+    cons *c = st;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(c->rk, &l) || !l) return 0;
+    int64_t lag = 0;
+    if (l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < l->cnt; i++) {
+            int64_t lo = -1, hi = -1;
+            if (rd_kafka_get_watermark_offsets(c->rk, l->elems[i].topic, l->elems[i].partition, &lo, &hi)) continue;
+            if (hi >= 0 && l->elems[i].offset >= 0 && hi > l->elems[i].offset) lag += hi - l->elems[i].offset;
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return lag;
+}
+
 static void cons_destroy(void *st) {
     cons *c = st;
     rd_kafka_consumer_close(c->rk); /* leaves the group (a revoke runs first) */
@@ -416,7 +443,7 @@ cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const cha
         cf_err_detail(err, "%s", rd_kafka_err2str(e));
         return CF_ERR_TRANSPORT;
     }
-    *in = (cf_msg_in){c, cons_poll, cons_commit, cons_destroy, NULL, NULL};
+    *in = (cf_msg_in){c, cons_poll, cons_commit, cons_destroy, cons_pause, cons_lag, NULL, NULL};
     return CF_OK;
 }
 

@@ -452,6 +452,12 @@ cf_code cf_rest_start(cf_worker *w, const cf_config *cfg, cf_rest **out, cf_err 
         free(r->cert), free(r->key), free(r->token), free(r);
         return CF_ERR_CONFIG;
     }
+    if (https && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        cf_err_set(err, CF_ERR_UNSUPPORTED, "this libmicrohttpd has no TLS support: the REST API cannot speak HTTPS");
+        cf_err_hint(err, "Use an http:// listener on 127.0.0.1 (and a TLS proxy in front if needed).");
+        free(r->cert), free(r->key), free(r->token), free(r);
+        return CF_ERR_UNSUPPORTED;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     if (https) flags |= MHD_USE_TLS;
     if (https)

@@ -1066,10 +1066,10 @@ static void *sink_main(void *arg) {
     sinkstate s = {.t = t};
     cf_err_clear(&s.err);
     cf_msg_in in = {0};
-    bool has_in = false, eof = false;
+    bool has_in = false, eof = false, in_pause = false;
     bool direct = w->mode == MODE_DIRECT && !w->input_file;
-    cf_msg *msgs[SINK_BATCH], *raws[SINK_BATCH];
-    size_t nmsgs = 0;
+    cf_msg *msgs[SINK_BATCH], *raws[SINK_BATCH], *stash[SINK_BATCH];
+    size_t nmsgs = 0, nstash = 0;
     cf_record *recs[SINK_BATCH];
     qitem items[SINK_BATCH];
 
@@ -1113,9 +1113,23 @@ static void *sink_main(void *arg) {
     s.last_commit_us = cf_now_us();
     while (!eof && !s.failed) {
         bool stopping = atomic_load(&t->stop);
-        if (atomic_load(&c->paused) && !stopping) {
+        bool want_pause = atomic_load(&c->paused) && !stopping;
+        if (want_pause != in_pause && has_in && in.pause) {
+            /* stay in the group while paused: stop fetching, keep polling */
+            in.pause(in.state, want_pause);
+            in_pause = want_pause;
+        }
+        if (want_pause) {
             atomic_store(&t->state, CF_STATE_PAUSED);
-            sleep_ms(100);
+            if (has_in && in.pause) {
+                /* records fetched before the pause took effect are kept for after it */
+                size_t n = 0;
+                if (nstash < SINK_BATCH) in.poll(in.state, stash + nstash, SINK_BATCH - nstash, &n, 100, &s.err);
+                else sleep_ms(100);
+                nstash += n;
+            } else {
+                sleep_ms(100);
+            }
             continue;
         }
         atomic_store(&t->state, CF_STATE_RUNNING);
@@ -1157,7 +1171,14 @@ static void *sink_main(void *arg) {
         } else {
             if (stopping) break;
             size_t n = 0;
-            cf_code rc = in.poll(in.state, msgs, SINK_BATCH, &n, 100, &s.err);
+            cf_code rc = CF_OK;
+            if (nstash) {
+                memcpy(msgs, stash, nstash * sizeof *msgs);
+                n = nstash;
+                nstash = 0;
+            } else {
+                rc = in.poll(in.state, msgs, SINK_BATCH, &n, 100, &s.err);
+            }
             if (s.failed) { /* a commit in a rebalance failed */
                 for (size_t i = 0; i < n; i++) cf_msg_destroy(msgs[i]);
                 break;
@@ -1243,7 +1264,9 @@ static void *sink_main(void *arg) {
             s.failed = true;
             break;
         }
-        atomic_store(&t->m.lag, direct ? (uint_fast64_t)dq_len(&t->q) : 0);
+        atomic_store(&t->m.lag, direct                  ? (uint_fast64_t)dq_len(&t->q)
+                                : (has_in && in.lag) ? (uint_fast64_t)in.lag(in.state)
+                                                     : 0);
     }
     if (!s.failed) {
         if (sink_commit(&s, &s.err)) s.failed = true;
@@ -1257,6 +1280,7 @@ static void *sink_main(void *arg) {
     }
     c->plugin->u.sink.stop(s.plugin_task);
 out:
+    for (size_t i = 0; i < nstash; i++) cf_msg_destroy(stash[i]); /* not put, not committed: read again */
     for (size_t i = 0; i < s.nacks; i++) cf_ack_done(s.acks[i], false);
     free(s.acks);
     if (direct) dq_fail_all(&t->q);
@@ -1952,7 +1976,8 @@ static const mdef mdefs[] = {
     {"cdcflow_task_offset_commit_last_seconds", "gauge", "Duration of the last offset commit.",
      MOFF(commit_us_last), true},
     {"cdcflow_task_lag_records", "gauge",
-     "Sources: records sent but not yet acknowledged. Direct sinks: records waiting in the queue.", MOFF(lag),
+     "Sources: records sent but not yet acknowledged. Sinks: records behind the end of the assigned partitions "
+     "(Kafka) or waiting in the queue (direct).", MOFF(lag),
      false},
 };
 

@@ -78,6 +78,10 @@ struct cf_msg_in {
     /* Commit positions (synchronously). */
     cf_code (*commit)(void *state, const cf_tp_pos *pos, size_t n, cf_err *err);
     void (*destroy)(void *state);
+    /* Optional (NULL: not supported): stop/restart fetching while the
+     * connector is paused, staying in the group; records behind (lag). */
+    void (*pause)(void *state, bool paused);
+    int64_t (*lag)(void *state);
     cf_revoke_fn on_revoke; /* set by the worker */
     void *revoke_arg;
 };

@@ -246,11 +246,44 @@ static void test_dead_letter_queue(void **state) {
     assert_string_equal(seen.durable[0], "fine");
 }
 
+/* pause keeps the sink in its group without reading; resume goes on
+ * where it stopped; lag shows what waits */
+static void test_pause_resume_sink(void **state) {
+    (void)state;
+    cf_worker *w = start_worker();
+    add(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders", NULL});
+    add(w, (const char *const[]){"name", "src1", "connector.class", "test-source", "test.count", "100",
+                                 "test.topic", "orders", NULL});
+    runner r = {.w = w};
+    pthread_create(&r.th, NULL, run_thread, &r);
+    assert_true(wait_durable(100, 60));
+    assert_int_equal(cf_worker_pause_connector(w, "snk", NULL), CF_OK);
+    usleep(300 * 1000);
+    cf_state cs, ts;
+    assert_int_equal(cf_worker_connector_state(w, "snk", &cs, &ts, NULL), CF_OK);
+    assert_int_equal(cs, CF_STATE_PAUSED);
+    assert_int_equal(ts, CF_STATE_PAUSED);
+    /* more records while paused: source partition "src":"test" resumes at 100 */
+    assert_int_equal(cf_worker_delete_connector(w, "src1", NULL), CF_OK);
+    add(w, (const char *const[]){"name", "src1", "connector.class", "test-source", "test.count", "250",
+                                 "test.topic", "orders", NULL});
+    usleep(1500 * 1000);
+    assert_int_equal(durable_count(), 100);
+    assert_int_equal(cf_worker_resume_connector(w, "snk", NULL), CF_OK);
+    assert_true(wait_durable(250, 60));
+    cf_worker_stop(w);
+    pthread_join(r.th, NULL);
+    assert_int_equal(r.rc, CF_OK);
+    cf_worker_destroy(w);
+    assert_int_equal(seen.ndurable, 250);
+}
+
 int main(void) {
     cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_source_kafka_sink_and_offsets_topic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pause_resume_sink, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -294,12 +294,55 @@ static void test_lifecycle(void **state) {
     resp_free(&r);
 }
 
+/* HTTPS with a certificate and key (PEM), checked by curl against the certificate */
+static void test_https(void **state) {
+    (void)state;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s/key.pem -out %s/cert.pem -days 1 "
+             "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1",
+             tmpdir, tmpdir);
+    assert_int_equal(system(cmd), 0);
+    char cert[300], key[300], off[300];
+    snprintf(cert, sizeof cert, "%s/cert.pem", tmpdir);
+    snprintf(key, sizeof key, "%s/key.pem", tmpdir);
+    snprintf(off, sizeof off, "%s/offsets2.json", tmpdir);
+    cf_props *wp = cf_props_new();
+    cf_props_set(wp, "offset.storage.file.filename", off);
+    cf_props_set(wp, "listeners", "https://127.0.0.1:0");
+    cf_props_set(wp, "listeners.https.ssl.certificate.location", cert);
+    cf_props_set(wp, "listeners.https.ssl.key.location", key);
+    cf_worker_opts o = {.plugins = plugins, .rest = true};
+    cf_worker *w2 = NULL;
+    cf_err err;
+    assert_int_equal(cf_worker_new(wp, &o, &w2, &err), CF_OK);
+    cf_props_destroy(wp);
+    assert_int_equal(cf_worker_start(w2, &err), CF_OK);
+    CURL *c = curl_easy_init();
+    char url[128];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/connector-plugins", cf_worker_rest_port(w2));
+    cf_buf body = CF_BUF_INIT;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CAINFO, cert);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(body.data, "org.example.Ticker"));
+    curl_easy_cleanup(c);
+    cf_buf_free(&body);
+    cf_worker_destroy(w2);
+}
+
 int main(void) {
     cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
     curl_global_init(CURL_GLOBAL_ALL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_lifecycle),
+        cmocka_unit_test(test_https),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
