@@ -139,6 +139,10 @@ bool cf_schema_equal(const cf_schema *a, const cf_schema *b);
 /* --- values --- */
 struct cf_value {
     cf_type type;
+    /* CF_VALUE_INLINE: the STRING/BYTES text lives in the same allocation as
+     * the value (one malloc instead of two). Never free or replace u.s.ptr
+     * yourself; cf_value_destroy knows. */
+    uint8_t flags;
     union {
         int64_t i; /* INT8..INT64, Date/Time/Timestamp */
         double f;  /* FLOAT32 (rounded to float), FLOAT64 */
@@ -161,6 +165,8 @@ struct cf_value {
         } st;
     } u;
 };
+
+#define CF_VALUE_INLINE 0x01
 
 cf_value *cf_value_int8(int8_t v);
 cf_value *cf_value_int16(int16_t v);

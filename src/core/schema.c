@@ -274,12 +274,21 @@ cf_value *cf_value_bool(bool x) {
     return v;
 }
 
-cf_value *cf_value_string_n(const char *s, size_t len) {
-    cf_value *v = value_new(CF_STRING);
-    v->u.s.ptr = cf_xstrndup(s, len);
+/* One allocation for the value and its text: strings and byte strings are
+ * the most common values (every CSV field, every JSON string). */
+static cf_value *inline_text(cf_type t, const void *p, size_t len) {
+    cf_value *v = cf_xmalloc(sizeof *v + len + 1);
+    memset(v, 0, sizeof *v);
+    v->type = t;
+    v->flags = CF_VALUE_INLINE;
+    v->u.s.ptr = (char *)(v + 1);
+    if (len) memcpy(v->u.s.ptr, p, len);
+    v->u.s.ptr[len] = '\0';
     v->u.s.len = len;
     return v;
 }
+
+cf_value *cf_value_string_n(const char *s, size_t len) { return inline_text(CF_STRING, s, len); }
 
 cf_value *cf_value_string(const char *s) { return cf_value_string_n(s, strlen(s)); }
 
@@ -290,12 +299,7 @@ cf_value *cf_value_string_take(char *s, size_t len) {
     return v;
 }
 
-cf_value *cf_value_bytes(const void *p, size_t len) {
-    cf_value *v = value_new(CF_BYTES);
-    v->u.s.ptr = cf_xmemdup(p, len);
-    v->u.s.len = len;
-    return v;
-}
+cf_value *cf_value_bytes(const void *p, size_t len) { return inline_text(CF_BYTES, p, len); }
 
 cf_value *cf_value_bytes_take(void *p, size_t len) {
     cf_value *v = value_new(CF_BYTES);
@@ -370,7 +374,9 @@ void cf_value_destroy(cf_value *v) {
     if (!v) return;
     switch (v->type) {
     case CF_STRING:
-    case CF_BYTES: free(v->u.s.ptr); break;
+    case CF_BYTES:
+        if (!(v->flags & CF_VALUE_INLINE)) free(v->u.s.ptr);
+        break;
     case CF_ARRAY:
         for (size_t i = 0; i < v->u.arr.len; i++) cf_value_destroy(v->u.arr.items[i]);
         free(v->u.arr.items);

@@ -35,8 +35,10 @@ struct cf_extractor {
     size_t n_header;
     cf_schema *row_schema; /* for the current width */
     size_t row_width;
-    cf_buf field;          /* scratch for unescaped field text */
-    size_t *fstart, *flen; /* field slices into `field` */
+    cf_buf field;          /* scratch for unescaped (quoted) field text */
+    const char **fptr;     /* field text: into the window, or into `field` */
+    size_t *fstart, *flen; /* quoted fields: offset into `field` until resolved */
+    bool *fquoted;
     size_t fcap;
     /* jsonl */
     cf_converter *json;
@@ -104,8 +106,11 @@ static csv_status csv_parse(cf_extractor *x, const char *p, size_t n, bool final
             x->fcap = x->fcap ? x->fcap * 2 : 16;
             x->fstart = cf_xrealloc(x->fstart, x->fcap * sizeof(size_t));
             x->flen = cf_xrealloc(x->flen, x->fcap * sizeof(size_t));
+            x->fptr = cf_xrealloc(x->fptr, x->fcap * sizeof(char *));
+            x->fquoted = cf_xrealloc(x->fquoted, x->fcap * sizeof(bool));
         }
         size_t start = x->field.len;
+        x->fquoted[nf] = false;
         if (i < n && p[i] == '"') {
             i++;
             for (;;) {
@@ -132,15 +137,18 @@ static csv_status csv_parse(cf_extractor *x, const char *p, size_t n, bool final
                 *why = "invalid character between a closing quote and the next delimiter";
                 return CSV_BAD;
             }
+            x->fquoted[nf] = true;
+            x->fstart[nf] = start;
+            x->flen[nf] = x->field.len - start;
         } else {
+            /* unquoted: the text is used where it is, no copy */
             size_t j = i;
             while (j < n && p[j] != ',' && p[j] != '\n' && p[j] != '\r') j++;
             if (j == n && !final) return CSV_MORE;
-            cf_buf_append(&x->field, p + i, j - i);
+            x->fptr[nf] = p + i;
+            x->flen[nf] = j - i;
             i = j;
         }
-        x->fstart[nf] = start;
-        x->flen[nf] = x->field.len - start;
         nf++;
         if (i < n && p[i] == ',') {
             i++;
@@ -158,6 +166,8 @@ static csv_status csv_parse(cf_extractor *x, const char *p, size_t n, bool final
         }
         *used = i;
         x->row_width = nf;
+        for (size_t k = 0; k < nf; k++) /* the scratch buffer no longer moves */
+            if (x->fquoted[k]) x->fptr[k] = x->field.data + x->fstart[k];
         return CSV_OK;
     }
 }
@@ -285,7 +295,7 @@ cf_code cf_extractor_new(cf_input_format f, const cf_props *opts, cf_reader *r, 
                 x->n_header = x->row_width;
                 x->header = cf_xcalloc(x->n_header ? x->n_header : 1, sizeof(char *));
                 for (size_t i = 0; i < x->n_header; i++)
-                    x->header[i] = cf_xstrndup(x->field.data + x->fstart[i], x->flen[i]);
+                    x->header[i] = cf_xstrndup(x->fptr[i], x->flen[i]);
             }
             if (start_line == 0) start_line = x->line, start_index = 0;
         }
@@ -328,6 +338,8 @@ void cf_extractor_destroy(cf_extractor *x) {
     cf_buf_free(&x->field);
     free(x->fstart);
     free(x->flen);
+    free(x->fptr);
+    free(x->fquoted);
     cf_converter_destroy(x->json);
     cf_msg_destroy(x->msg);
     free(x);
@@ -415,7 +427,7 @@ static cf_code next_csv(cf_extractor *x, cf_schema **schema, cf_value **value, c
         cf_schema *s = csv_schema(x, width);
         cf_value *v = cf_value_struct(cf_schema_ref(s));
         for (size_t i = 0; i < x->row_width; i++)
-            cf_value_struct_set_index(v, i, cf_value_string_n(x->field.data + x->fstart[i], x->flen[i]));
+            cf_value_struct_set_index(v, i, cf_value_string_n(x->fptr[i], x->flen[i]));
         *schema = s;
         *value = v;
         return CF_OK;
