@@ -303,9 +303,10 @@ void cf_cass_schema_remove_table(cf_cass_schema *s, const char *keyspace, const 
  * prints it (Cassandra 3.x, 4.x, 5.0) into s:
  *   CREATE KEYSPACE, CREATE TYPE, CREATE TABLE (quoted identifiers, composite
  *   partition keys, static columns, WITH ID = <uuid>, CLUSTERING ORDER BY,
- *   COMPACT STORAGE, cdc = true; all other WITH options are accepted and
- *   ignored), ALTER TABLE ... ADD / DROP [USING TIMESTAMP t] (how DESCRIBE
- *   WITH INTERNALS reports dropped columns), USE, and comments (--, //, block).
+ *   COMPACT STORAGE, cdc = true, 5.0 column masks MASKED WITH ...; all other
+ *   WITH options are accepted and ignored), ALTER TABLE ... ADD / DROP [USING
+ *   TIMESTAMP t] (how DESCRIBE WITH INTERNALS reports dropped columns) / ALTER
+ *   col [DROP] MASKED / WITH, DROP TABLE, USE, and comments (--, //, block).
  *   CREATE MATERIALIZED VIEW (columns typed from the base table, is_view set;
  *   its id is the view's table id). CREATE INDEX / CUSTOM INDEX / FUNCTION /
  *   AGGREGATE / TRIGGER / ROLE, GRANT/REVOKE and ALTER KEYSPACE are skipped

@@ -324,6 +324,23 @@ static cf_code create_type(ddl *d) {
     return rc;
 }
 
+/* Cassandra 5.0 dynamic data masking: MASKED WITH DEFAULT | [ks.]fn(args).
+ * A mask changes what SELECT shows, not what is stored: parsed and dropped. */
+static cf_code skip_mask(ddl *d) {
+    cf_code rc = expect_kw(d, "WITH", "after MASKED");
+    if (rc || accept_kw(d, "DEFAULT")) return rc;
+    char *fn = NULL;
+    rc = ident(d, &fn);
+    free(fn);
+    if (!rc && accept_ch(d, '.')) {
+        rc = ident(d, &fn);
+        free(fn);
+    }
+    if (!rc && !peek_ch(d, '(')) rc = fail(d, CF_ERR_INVALID, "expected '(' after the masking function name");
+    if (!rc) rc = skip_term(d);
+    return rc;
+}
+
 /* ---- CREATE TABLE ---- */
 
 typedef struct coldef {
@@ -498,6 +515,7 @@ static cf_code create_table(ddl *d, bool is_view_kw) {
                 rc = fail(d, CF_ERR_SCHEMA, "column \"%s\" is defined twice in %s.%s", c.name, ks, name);
             }
             if (!rc && accept_kw(d, "STATIC")) c.is_static = true;
+            if (!rc && accept_kw(d, "MASKED")) rc = skip_mask(d);
             if (!rc && accept_kw(d, "PRIMARY")) {
                 rc = expect_kw(d, "KEY", "after PRIMARY");
                 if (!rc) {
@@ -767,8 +785,10 @@ static cf_code alter_table(ddl *d) {
             size_t cpos = d->lx.pos;
             rc = ident(d, &c);
             if (!rc) rc = cf_cass_parse_type_lx(&d->lx, ks, d->s, &ty, d->err);
+            bool st = false;
+            if (!rc) st = accept_kw(d, "STATIC");
+            if (!rc && accept_kw(d, "MASKED")) rc = skip_mask(d);
             if (!rc) {
-                bool st = accept_kw(d, "STATIC");
                 rc = cf_cass_table_add_column(t, c, ty, st ? CF_CASS_STATIC : CF_CASS_REGULAR, -1, false, d->err);
                 ty = NULL;
                 if (rc) {
@@ -819,6 +839,20 @@ static cf_code alter_table(ddl *d) {
         }
         for (size_t i = 0; i < n; i++) free(cols[i]);
         free(cols);
+    } else if (accept_kw(d, "ALTER")) {
+        /* only masks can be altered in place (5.0): no storage effect */
+        char *c = NULL;
+        rc = ident(d, &c);
+        if (!rc && !cf_cass_table_column(t, c)) rc = fail(d, CF_ERR_NOT_FOUND, "ALTER of unknown column \"%s\" in %s.%s", c, ks, name);
+        free(c);
+        if (!rc) {
+            if (accept_kw(d, "MASKED")) rc = skip_mask(d);
+            else if (accept_kw(d, "DROP")) rc = expect_kw(d, "MASKED", "after ALTER column DROP");
+            else {
+                rc = fail(d, CF_ERR_UNSUPPORTED, "unsupported ALTER TABLE ... ALTER column form");
+                cf_err_detail(d->err, "only MASKED WITH ... and DROP MASKED are understood (Cassandra 4.0+ cannot change a column type)");
+            }
+        }
     } else if (accept_kw(d, "WITH")) {
         char **order = NULL;
         bool *desc = NULL;

@@ -121,6 +121,8 @@ static void test_ddl_equals_system_schema(void **state) {
      * (custom types, composite keys, virtual keyspaces in comments) */
     compare_case("full-schema", 51);
     compare_case("v8-lz4-rollover", 6); /* + cdcks.bulk */
+    /* 5.0 dynamic data masking: columns printed with MASKED WITH ... */
+    compare_case("masked", 1);
 }
 
 static void expect_error_fn(const char *ddl, cf_code code, const char *msg_part);
@@ -426,6 +428,20 @@ static void test_ddl_errors(void **state) {
     expect_error("CREATE TABLE ks.t (k int PRIMARY KEY); ALTER TABLE ks.t DROP k;", CF_ERR_SCHEMA, NULL, "primary key");
     expect_error("CREATE TABLE ks.t (k int PRIMARY KEY); ALTER TABLE ks.t RENAME k TO j;", CF_ERR_UNSUPPORTED, NULL,
                  "ALTER TABLE");
+    expect_error("CREATE TABLE ks.t (k int PRIMARY KEY, v text MASKED WITH system.mask_inner 1);", CF_ERR_INVALID, NULL,
+                 "masking function");
+    expect_error("CREATE TABLE ks.t (k int PRIMARY KEY, v text); ALTER TABLE ks.t ALTER v TYPE blob;", CF_ERR_UNSUPPORTED,
+                 NULL, "ALTER column");
+    {
+        const char *ok = "CREATE TABLE ks.t (k int PRIMARY KEY, v text MASKED WITH DEFAULT);\n"
+                         "ALTER TABLE ks.t ALTER v MASKED WITH mask_replace('x');\nALTER TABLE ks.t ALTER v DROP MASKED;\n"
+                         "ALTER TABLE ks.t ADD w int MASKED WITH system.mask_null();";
+        cf_cass_schema *s = cf_cass_schema_new();
+        cf_err err;
+        if (cf_cass_ddl_parse(s, ok, strlen(ok), "masks.cql", &err) != CF_OK) fail_msg("%s / %s", err.message, err.where);
+        assert_non_null(cf_cass_table_column(cf_cass_schema_table_by_name(s, "ks", "t"), "w"));
+        cf_cass_schema_destroy(s);
+    }
     expect_error("CREATE TABLE ks.a (k int PRIMARY KEY) WITH ID = 00000000-0000-0000-0000-000000000001;\n"
                  "CREATE TABLE ks.b (k int PRIMARY KEY) WITH ID = 00000000-0000-0000-0000-000000000001;",
                  CF_ERR_SCHEMA, "bad.cql:2:14", "table id");
