@@ -100,7 +100,8 @@ char *cf_cql_result_text(const cf_cql_result *r, size_t row, size_t col);
 /* Read the schema of the given keyspaces (NULL-terminated list; NULL = every
  * keyspace except Cassandra's own system keyspaces) into s. Tables whose
  * definition did not change are not duplicated; changed ones become a new
- * version of their id (see cf_cass_schema_add_table). */
+ * version of their id (see cf_cass_schema_add_table). Tables dropped in
+ * Cassandra are kept (older segments may still hold their mutations). */
 cf_code cf_cql_load_schema(cf_cql_conn *c, const char *const *keyspaces, cf_cass_schema *s, cf_err *err);
 /* The same rows as one JSON document (the input of
  * cf_cass_schema_load_system_json); malloc'd into *json. */
