@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <libpq-fe.h>
 
+#include "../cdc_concurrent.h"
 #include "../cdc_drive.h"
 #include "../cdc_gen.h"
 #include "../cdc_pipeline.h"
@@ -241,6 +242,23 @@ static void test_no_primary_key(void **state) {
     gen_free(&g);
 }
 
+/* Three tasks adding the same columns at the same moment, 12 rounds, with
+ * mediateConcurrentSchemaUpdates (an advisory lock around the DDL). */
+static void test_concurrent_tasks(void **state) {
+    (void)state;
+    fresh_schema();
+    cf_sink_options o;
+    opts_for(&o);
+    assert_int_equal(cc_run(&o, &cf_sink_target_postgres), 0);
+    char q[256];
+    snprintf(q, sizeof q, "SELECT count(*), count(f11) FROM %s.shop_evolving", g_schema);
+    PGresult *r = PQexec(g_c, q);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(r, 0, 0), "36");
+    assert_string_equal(PQgetvalue(r, 0, 1), "3");
+    PQclear(r);
+}
+
 static int setup(void **state) {
     (void)state;
     g_conninfo = getenv("CF_TEST_PG");
@@ -273,6 +291,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_primary_key),
+        cmocka_unit_test(test_concurrent_tasks),
         cmocka_unit_test(test_gen_small),
         cmocka_unit_test(test_gen_staleness),
         cmocka_unit_test(test_fresh_view),

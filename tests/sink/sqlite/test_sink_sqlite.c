@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "../cdc_concurrent.h"
 #include "../cdc_drive.h"
 #include "../cdc_gen.h"
 #include "../cdc_pipeline.h"
@@ -754,6 +755,20 @@ static void test_concurrent_schema_updates(void **state) {
     cf_schema_unref(ks), cf_schema_unref(v);
 }
 
+/* Three tasks adding the same columns at the same moment, 12 rounds. */
+static void test_concurrent_tasks(void **state) {
+    (void)state;
+    fresh_db("conc");
+    cf_sink_options o;
+    opts_for(&o);
+    assert_int_equal(cc_run(&o, &cf_sink_target_sqlite), 0);
+    char out[512];
+    assert_int_equal(sq_exec("SELECT count(*), count(f11) FROM shop_evolving", out, sizeof out), 0);
+    assert_string_equal(out, "36|3");
+    assert_int_equal(sq_exec("SELECT count(*) FROM pragma_table_info('shop_evolving')", out, sizeof out), 0);
+    assert_string_equal(out, "14"); /* id, f0..f11, _change_sequence_number */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seq_bigquery_examples),
@@ -767,6 +782,7 @@ int main(void) {
         cmocka_unit_test(test_tombstone_retention),
         cmocka_unit_test(test_staleness),
         cmocka_unit_test(test_concurrent_schema_updates),
+        cmocka_unit_test(test_concurrent_tasks),
         cmocka_unit_test(test_gen_small_all_shapes),
         cmocka_unit_test(test_gen_staleness),
         cmocka_unit_test(test_gen_json_unwrap),
