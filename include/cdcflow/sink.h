@@ -19,7 +19,11 @@
  *              "__" (ExtractNewRecordState's add.fields) never reach the
  *              table unless listed in keep_fields. A column value equal to
  *              Debezium's `__debezium_unavailable_value` (unchanged TOAST)
- *              keeps the stored value.
+ *              keeps the stored value: in a buffer, such a cell takes the
+ *              value of the key's previous change when that change came from
+ *              the same partition in an unbroken run of offsets (else the
+ *              buffer is applied first and the target keeps its value); a
+ *              row the target does not have gets NULL there.
  *   sequence   BigQuery's _CHANGE_SEQUENCE_NUMBER format: up to four
  *              '/'-separated hex sections, compared section by section as
  *              unsigned numbers. Default: one section, the Kafka offset.
@@ -48,7 +52,11 @@
  *   staleness  max_staleness_s = 0 applies at flush; N > 0 stages the
  *              compacted changes at flush and applies them in the background
  *              at least every N seconds; the view "<table>_fresh" merges the
- *              staged changes for fresh reads, as BigQuery's runtime merge.
+ *              staged changes for fresh reads, as BigQuery's runtime merge
+ *              (limitation: a staged unchanged-TOAST cell reads as NULL in
+ *              the view until the apply). Destroying the engine applies what
+ *              is staged; what a crash leaves staged is applied by the next
+ *              engine's background thread.
  *   tables     one table per topic (kcbq's sanitizeTopics /
  *              sanitizeFieldNames rules), created with the primary key and
  *              every non-key column nullable; an existing table without a
