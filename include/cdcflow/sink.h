@@ -56,7 +56,7 @@
  *              (limitation: a staged unchanged-TOAST cell reads as NULL in
  *              the view until the apply). Destroying the engine applies what
  *              is staged; what a crash leaves staged is applied by the next
- *              engine's background thread.
+ *              engine once it writes to that table again.
  *   tables     one table per topic (kcbq's sanitizeTopics /
  *              sanitizeFieldNames rules), created with the primary key and
  *              every non-key column nullable; an existing table without a
