@@ -496,6 +496,8 @@ static cf_code server_error(cf_cql_conn *c, const uint8_t *body, size_t len, con
     else if (code == 0x000A) cc = CF_ERR_UNSUPPORTED;             /* protocol error (version) */
     cf_err_set(err, cc, "Cassandra refused %s", what);
     cf_err_detail(err, "error 0x%04x: %.*s", (unsigned)code, (int)n, msg);
+    if (code == 0x0100) cf_err_hint(err, "check the username and password given to cdcflow");
+    else if (cc == CF_ERR_AGAIN) cf_err_hint(err, "the cluster is overloaded or a replica is down; retry later");
     cf_err_where(err, "%s:%d", c->host ? c->host : "fd", c->port);
     return cc;
 }

@@ -340,6 +340,54 @@ static void test_v5_segments(void **state) {
     }
 }
 
+/* PasswordAuthenticator: STARTUP -> AUTHENTICATE, AUTH_RESPONSE carries the
+ * SASL PLAIN token "\0user\0password" (native_protocol_v4.spec 4.2.3, 4.1.2),
+ * AUTH_SUCCESS completes. (Checked live against a 5.0.5 node started with
+ * scripts/cassandra-node --auth, over v4 and v5.) */
+static void test_auth_plain(void **state) {
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    const char *cls = "org.apache.cassandra.auth.PasswordAuthenticator";
+    uint8_t auth[128];
+    size_t n = 0;
+    auth[n++] = 0, auth[n++] = (uint8_t)strlen(cls);
+    memcpy(auth + n, cls, strlen(cls));
+    n += strlen(cls);
+    uint8_t h1[9] = {0x84, 0, 0, 1, 0x03, 0, 0, 0, (uint8_t)n};
+    uint8_t h2[9] = {0x84, 0, 0, 2, 0x10, 0, 0, 0, 4};
+    uint8_t ok[4] = {0xff, 0xff, 0xff, 0xff}; /* [bytes] null token */
+    assert_int_equal(write(sv[1], h1, 9), 9);
+    assert_int_equal(write(sv[1], auth, n), (ssize_t)n);
+    assert_int_equal(write(sv[1], h2, 9), 9);
+    assert_int_equal(write(sv[1], ok, 4), 4);
+    cf_cql_options o = {.username = "user", .password = "secret"};
+    cf_cql_conn *c = NULL;
+    cf_err err;
+    assert_int_equal(cf_cql_connect_fd(sv[0], &o, &c, &err), CF_OK);
+    uint8_t in[256];
+    size_t got = 0;
+    while (got < 9 + 22 + 9 + 4 + 12) {
+        ssize_t r = read(sv[1], in + got, sizeof in - got);
+        assert_true(r > 0);
+        got += (size_t)r;
+    }
+    const uint8_t *ar = in + 9 + 22; /* after STARTUP */
+    assert_int_equal(ar[4], 0x0F);   /* AUTH_RESPONSE */
+    assert_int_equal(ar[12], 12);    /* token length */
+    assert_memory_equal(ar + 13, "\0user\0secret", 12);
+    cf_cql_close(c);
+    close(sv[1]);
+    /* without credentials: a clear configuration error */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_int_equal(write(sv[1], h1, 9), 9);
+    assert_int_equal(write(sv[1], auth, n), (ssize_t)n);
+    assert_int_equal(cf_cql_connect_fd(sv[0], NULL, &c, &err), CF_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "PasswordAuthenticator"));
+    assert_true(err.hint[0] != '\0');
+    close(sv[1]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replay_schema),
@@ -347,6 +395,7 @@ int main(void) {
         cmocka_unit_test(test_event_frame),
         cmocka_unit_test(test_error_frames),
         cmocka_unit_test(test_v5_segments),
+        cmocka_unit_test(test_auth_plain),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     for (size_t i = 0; i < n_frames; i++) free(frames[i].p);
