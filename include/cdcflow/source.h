@@ -87,6 +87,18 @@ typedef struct cf_native_info {
 
 void cf_native_infos_free(cf_native_info *items, size_t n);
 
+/* For sources whose objects are not byte streams (rows of a query, messages
+ * of a queue): they yield key and value records themselves. */
+typedef struct cf_native_records_ops {
+    /* Next record of the object: CF_OK, CF_ERR_EOF at its end, CF_ERR_INVALID
+     * for a bad record (reported through errors.tolerance, then next is called
+     * again), anything else ends the object. pos->end / pos->end_line /
+     * pos->index are stored in the offset entry, and given back on resume. */
+    cf_code (*next)(void *state, cf_schema **key_schema, cf_value **key, cf_schema **value_schema, cf_value **value,
+                    cf_extract_pos *pos, cf_err *err);
+    void (*close)(void *state);
+} cf_native_records_ops;
+
 typedef struct cf_native_ops {
     const char *kind; /* for logs: "files" */
     /* Objects with key > after (after NULL: all), ascending by strcmp, at
@@ -101,7 +113,22 @@ typedef struct cf_native_ops {
      * one read. NULL: the poller just sleeps its backoff. */
     bool (*wait_for_change)(void *self, int timeout_ms);
     void (*destroy)(void *self);
+    /* Optional, instead of open + input.format: open the object as records,
+     * resuming after `resume` (record_count, position, line). */
+    cf_code (*open_records)(void *self, const cf_native_info *info, const cf_offset_entry *resume, void **state,
+                            const cf_native_records_ops **rops, cf_err *err);
+    /* Optional last evolution, after the task's steps: change the record
+     * (topic, key, headers...), or set *keep = false to drop it (its offset
+     * still advances). */
+    cf_code (*last_evolution)(void *self, const cf_native_info *info, cf_record *rec, bool *keep, cf_err *err);
 } cf_native_ops;
+
+/* The evolving record: a pipeline of map/filter steps from the native
+ * object's record to the Kafka record, run in order on the poller thread
+ * before the source's last evolution. A step may change rec, or set
+ * *keep = false to filter it out; an error is a bad record (errors.tolerance). */
+typedef cf_code (*cf_source_step_fn)(void *step_ctx, const cf_native_info *info, cf_record *rec, bool *keep,
+                                     cf_err *err);
 
 /* Settings every framework source has (Aiven's names): topic,
  * input.format, file.name.template, file.compression.type,
@@ -154,10 +181,13 @@ extern const cf_cfg_table cf_source_framework_table;
 
 typedef struct cf_source_task cf_source_task;
 
-/* Start a task over a native source (takes `self` and destroys it with
- * ops->destroy). Starts the poller thread. */
+/* Create a task over a native source (takes `self` and destroys it with
+ * ops->destroy). The poller thread starts at the first poll. */
 cf_code cf_source_task_new(const cf_config *cfg, cf_source_ctx *ctx, void *self, const cf_native_ops *ops,
                            cf_source_task **out, cf_err *err);
+/* Append a step to the pipeline (right after cf_source_task_new, before the
+ * first poll; at most 16 steps). */
+void cf_source_task_add_step(cf_source_task *t, cf_source_step_fn fn, void *step_ctx);
 /* The cf_source_plugin functions, for a source built on the framework. */
 cf_code cf_source_task_poll(void *task, cf_record **out, size_t max, size_t *n, cf_err *err);
 void cf_source_task_stop(void *task);

@@ -131,6 +131,11 @@ struct cf_source_task {
     bool thread_started;
     _Atomic bool stopping;
     seen_set seen;
+    struct {
+        cf_source_step_fn fn;
+        void *ctx;
+    } steps[16];
+    size_t n_steps;
     _Atomic uint64_t st_started, st_done, st_changed, st_records, st_bad, st_skipped;
     unsigned rng;
 };
@@ -196,32 +201,89 @@ static void emit_offset(cf_source_task *t, cf_record *r, const char *key, const 
     cf_record_set_source(r, t->ops->partition_map(t->self, key), cf_offset_entry_to_map(e));
 }
 
+/* One object being read: through the framework's extractor (byte-stream
+ * objects) or the source's own records (open_records). */
+typedef struct obj_reader {
+    cf_extractor *x;
+    void *rstate;
+    const cf_native_records_ops *rops;
+} obj_reader;
+
+static cf_code obj_open(cf_source_task *t, const cf_native_info *info, const cf_offset_entry *e, obj_reader *o,
+                        cf_err *err) {
+    memset(o, 0, sizeof *o);
+    if (t->ops->open_records) return t->ops->open_records(t->self, info, e, &o->rstate, &o->rops, err);
+    cf_reader *r;
+    cf_code rc = t->ops->open(t->self, info, t->comp, &r, err);
+    if (rc) return rc;
+    return cf_extractor_new(t->fmt, t->xopts, r, (uint64_t)e->position, (uint64_t)e->record_count,
+                            (uint64_t)(e->line > 0 ? e->line : 0), &o->x, err);
+}
+
+static void obj_close(obj_reader *o) {
+    if (o->x) cf_extractor_destroy(o->x);
+    if (o->rops && o->rops->close) o->rops->close(o->rstate);
+}
+
+/* The next record of the object as a cf_record (without offsets). */
+static cf_code obj_next(cf_source_task *t, obj_reader *o, const cf_native_info *info, const cf_name_match *m,
+                        cf_record **out, cf_extract_pos *pos, cf_err *err) {
+    *out = NULL;
+    cf_schema *s = NULL, *ks = NULL;
+    cf_value *v = NULL, *k = NULL;
+    cf_code rc;
+    if (o->rops) {
+        memset(pos, 0, sizeof *pos);
+        rc = o->rops->next(o->rstate, &ks, &k, &s, &v, pos, err);
+        if (rc) return rc;
+        cf_record *r = make_record(t, info, m, s, v, NULL);
+        cf_record_set_key(r, ks, k);
+        *out = r;
+        return CF_OK;
+    }
+    rc = cf_extractor_next(o->x, &s, &v, pos, err);
+    if (rc) return rc;
+    *out = make_record(t, info, m, s, v, cf_extractor_envelope(o->x));
+    return CF_OK;
+}
+
+/* The evolving record: the task's steps, then the source's last evolution.
+ * Returns CF_OK with *keep false to drop it, or an error (a bad record). */
+static cf_code evolve(cf_source_task *t, const cf_native_info *info, cf_record *r, bool *keep, cf_err *err) {
+    *keep = true;
+    for (size_t i = 0; i < t->n_steps && *keep; i++) {
+        cf_code rc = t->steps[i].fn(t->steps[i].ctx, info, r, keep, err);
+        if (rc) return rc;
+    }
+    if (*keep && t->ops->last_evolution) return t->ops->last_evolution(t->self, info, r, keep, err);
+    return CF_OK;
+}
+
 /* Read one object from its stored entry to the end. False when stopping. */
 static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_name_match *m, cf_offset_entry *e) {
     cf_err err;
-    cf_reader *r;
-    cf_extractor *x;
+    obj_reader o;
     atomic_fetch_add(&t->st_started, 1);
-    if (t->ops->open(t->self, info, t->comp, &r, &err) ||
-        cf_extractor_new(t->fmt, t->xopts, r, (uint64_t)e->position, (uint64_t)e->record_count,
-                         (uint64_t)(e->line > 0 ? e->line : 0), &x, &err)) {
+    if (obj_open(t, info, e, &o, &err)) {
+        obj_close(&o);
         qitem it = {NULL, err, NULL, 0};
         return enqueue(t, &it);
     }
     e->size = info->size;
     e->mtime_ms = info->mtime_ms;
+    /* One record of lookahead: only when the next call says "end" do we know
+     * a record is the object's last, which carries the done mark. */
     cf_record *pending = NULL;
     cf_offset_entry pend_e = *e;
     for (;;) {
         if (atomic_load(&t->stopping)) {
             cf_record_destroy(pending);
-            cf_extractor_destroy(x);
+            obj_close(&o);
             return false;
         }
-        cf_schema *s;
-        cf_value *v;
+        cf_record *rec;
         cf_extract_pos pos;
-        cf_code rc = cf_extractor_next(x, &s, &v, &pos, &err);
+        cf_code rc = obj_next(t, &o, info, m, &rec, &pos, &err);
         if (rc == CF_OK || rc == CF_ERR_INVALID) {
             if (pending) {
                 emit_offset(t, pending, info->key, &pend_e);
@@ -234,10 +296,19 @@ static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_
             e->line = (int64_t)pos.end_line;
         }
         if (rc == CF_OK) {
-            atomic_fetch_add(&t->st_records, 1);
-            pending = make_record(t, info, m, s, v, cf_extractor_envelope(x));
-            pend_e = *e;
-        } else if (rc == CF_ERR_INVALID) {
+            bool keep;
+            rc = evolve(t, info, rec, &keep, &err);
+            if (rc == CF_OK && keep) {
+                atomic_fetch_add(&t->st_records, 1);
+                pending = rec;
+                pend_e = *e;
+                continue;
+            }
+            cf_record_destroy(rec);
+            if (rc == CF_OK) continue; /* filtered out: the next record carries the offset */
+            rc = CF_ERR_INVALID;
+        }
+        if (rc == CF_ERR_INVALID) {
             atomic_fetch_add(&t->st_bad, 1);
             qitem it = {NULL, err, NULL, 0};
             if (!enqueue(t, &it)) break;
@@ -262,7 +333,7 @@ static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_
         }
     }
     cf_record_destroy(pending);
-    cf_extractor_destroy(x);
+    obj_close(&o);
     return !atomic_load(&t->stopping);
 }
 
@@ -407,11 +478,8 @@ cf_code cf_source_task_new(const cf_config *cfg, cf_source_ctx *ctx, void *self,
     t->task_id = cf_source_ctx_task_id(ctx);
     t->task_count = cf_source_ctx_task_count(ctx);
     t->rng = (unsigned)time(NULL) ^ (unsigned)t->task_id;
-    if (pthread_create(&t->thread, NULL, poller, t) != 0) {
-        rc = cf_err_set(err, CF_ERR_INTERNAL, "could not start the poller thread");
-        goto fail;
-    }
-    t->thread_started = true;
+    /* the poller thread starts at the first poll, so that steps added right
+     * after creation (cf_source_task_add_step) see every record */
     *out = t;
     return CF_OK;
 fail:
@@ -420,9 +488,24 @@ fail:
     return rc;
 }
 
+void cf_source_task_add_step(cf_source_task *t, cf_source_step_fn fn, void *step_ctx) {
+    if (t->n_steps < sizeof t->steps / sizeof t->steps[0]) {
+        t->steps[t->n_steps].fn = fn;
+        t->steps[t->n_steps].ctx = step_ctx;
+        t->n_steps++;
+    } else {
+        CF_ERROR(COMP, "more than %zu pipeline steps; step ignored", sizeof t->steps / sizeof t->steps[0]);
+    }
+}
+
 cf_code cf_source_task_poll(void *task, cf_record **out, size_t max, size_t *n, cf_err *err) {
     cf_source_task *t = task;
     *n = 0;
+    if (!t->thread_started) {
+        if (pthread_create(&t->thread, NULL, poller, t) != 0)
+            return cf_err_set(err, CF_ERR_INTERNAL, "could not start the poller thread of the %s source", t->ops->kind);
+        t->thread_started = true;
+    }
     pthread_mutex_lock(&t->mu);
     if (t->qlen == 0) {
         struct timespec ts;

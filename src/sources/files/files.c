@@ -164,7 +164,14 @@ static void files_destroy(void *self) {
     free(s);
 }
 
-static const cf_native_ops files_ops = {"files", files_list, files_open, files_partition_map, files_wait, files_destroy};
+static const cf_native_ops files_ops = {
+    .kind = "files",
+    .list = files_list,
+    .open = files_open,
+    .partition_map = files_partition_map,
+    .wait_for_change = files_wait,
+    .destroy = files_destroy,
+};
 
 static cf_code files_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
     files_src *s = cf_xcalloc(1, sizeof *s);

@@ -1,0 +1,268 @@
+/*
+ * test_framework.c - the source framework as a new source sees it: a source
+ * whose objects are not byte streams (open_records), the evolving-record
+ * pipeline (steps, last evolution), errors.tolerance for a bad record, done
+ * marks in the offsets, and a restart that reads nothing again. Runs the
+ * real worker (direct mode, --output record file).
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cdcflow/recordfile.h"
+#include "cdcflow/source.h"
+#include "cdcflow/worker.h"
+
+/* ---- a source of in-memory objects: "a" has 5 records, "b" has 3 of which
+ * the second is bad ---- */
+
+typedef struct mem_cursor {
+    const char *obj;
+    int n, idx;
+} mem_cursor;
+
+static cf_code mem_list(void *self, const char *after, size_t max, cf_native_info **items, size_t *n, cf_err *err) {
+    (void)self, (void)err;
+    static const char *keys[] = {"a", "b"};
+    *items = calloc(2, sizeof(cf_native_info));
+    *n = 0;
+    for (int i = 0; i < 2 && *n < max; i++) {
+        if (after && strcmp(keys[i], after) <= 0) continue;
+        (*items)[*n].key = strdup(keys[i]);
+        (*items)[*n].size = 100;
+        (*items)[*n].mtime_ms = 1000;
+        (*n)++;
+    }
+    return CF_OK;
+}
+
+static cf_code mem_open(void *self, const cf_native_info *info, cf_compression c, cf_reader **out, cf_err *err) {
+    (void)self, (void)info, (void)c, (void)out;
+    return cf_err_set(err, CF_ERR_INTERNAL, "open must not be called when open_records exists");
+}
+
+static cf_value *mem_pmap(void *self, const char *key) {
+    (void)self;
+    cf_value *m = cf_value_map();
+    cf_value_map_put(m, cf_value_string("object"), cf_value_string(key));
+    return m;
+}
+
+static cf_code mem_next(void *state, cf_schema **ks, cf_value **k, cf_schema **vs, cf_value **v, cf_extract_pos *pos,
+                        cf_err *err) {
+    mem_cursor *c = state;
+    if (c->idx >= c->n) return CF_ERR_EOF;
+    int i = c->idx++;
+    pos->index = (uint64_t)i;
+    pos->end = (uint64_t)(i + 1) * 10;
+    if (strcmp(c->obj, "b") == 0 && i == 1) return cf_err_set(err, CF_ERR_INVALID, "record b/1 is bad");
+    char key[16];
+    snprintf(key, sizeof key, "%s-%d", c->obj, i);
+    *ks = cf_schema_primitive(CF_STRING, false);
+    *k = cf_value_string(key);
+    *vs = cf_schema_primitive(CF_INT64, false);
+    *v = cf_value_int64(i);
+    return CF_OK;
+}
+
+static void mem_close(void *state) { free(state); }
+
+static const cf_native_records_ops mem_rops = {mem_next, mem_close};
+
+static int opened_from[2] = {-1, -1};
+
+static cf_code mem_open_records(void *self, const cf_native_info *info, const cf_offset_entry *resume, void **state,
+                                const cf_native_records_ops **rops, cf_err *err) {
+    (void)self, (void)err;
+    mem_cursor *c = calloc(1, sizeof *c);
+    c->obj = strcmp(info->key, "a") == 0 ? "a" : "b";
+    c->n = c->obj[0] == 'a' ? 5 : 3;
+    c->idx = (int)resume->record_count;
+    opened_from[c->obj[0] - 'a'] = c->idx;
+    *state = c;
+    *rops = &mem_rops;
+    return CF_OK;
+}
+
+static cf_code mem_last(void *self, const cf_native_info *info, cf_record *rec, bool *keep, cf_err *err) {
+    (void)self, (void)keep, (void)err;
+    cf_record_add_header(rec, "object", cf_schema_primitive(CF_STRING, true), cf_value_string(info->key));
+    return CF_OK;
+}
+
+static void mem_destroy(void *self) { (void)self; }
+
+static const cf_native_ops mem_ops = {
+    .kind = "mem",
+    .list = mem_list,
+    .open = mem_open,
+    .partition_map = mem_pmap,
+    .destroy = mem_destroy,
+    .open_records = mem_open_records,
+    .last_evolution = mem_last,
+};
+
+/* step: drop odd values */
+static cf_code drop_odd(void *ctx, const cf_native_info *info, cf_record *rec, bool *keep, cf_err *err) {
+    (void)ctx, (void)info, (void)err;
+    if (rec->value && rec->value->u.i % 2) *keep = false;
+    return CF_OK;
+}
+
+static cf_code mem_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
+    cf_source_task *t;
+    cf_code rc = cf_source_task_new(cfg, ctx, NULL, &mem_ops, &t, err);
+    if (rc) return rc;
+    cf_source_task_add_step(t, drop_odd, NULL);
+    *task = t;
+    return CF_OK;
+}
+
+static const cf_cfg_def mem_defs[] = {CF_SOURCE_FRAMEWORK_DEFS{NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL}};
+static const cf_cfg_table mem_table = {"mem source", "mem", "test", mem_defs, NULL};
+static const cf_connector_plugin mem_plugin = {
+    .name = "mem",
+    .kind = CF_CONNECTOR_SOURCE,
+    .description = "test source",
+    .version = "0",
+    .config = &mem_table,
+    .u.source = {mem_start, cf_source_task_poll, NULL, cf_source_task_stop},
+};
+static const cf_connector_plugin *const test_plugins[] = {&mem_plugin, NULL};
+
+typedef struct run_arg {
+    cf_worker *w;
+} run_arg;
+
+static void *runner(void *p) {
+    run_arg *a = p;
+    cf_worker_run(a->w, false, NULL);
+    return NULL;
+}
+
+static int count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+/* Run the connector until `want` records are written (or max_ms), then stop. */
+static void run_once(const char *dir, const char *out, int want, int max_ms) {
+    char offs[512];
+    snprintf(offs, sizeof offs, "%s/offsets.json", dir);
+    cf_props *wp = cf_props_new();
+    cf_props_set(wp, "offset.storage.file.filename", offs);
+    cf_worker_opts opts = {.plugins = test_plugins, .output_file = out};
+    cf_worker *w;
+    cf_err err;
+    assert_int_equal(cf_worker_new(wp, &opts, &w, &err), CF_OK);
+    assert_int_equal(cf_worker_start(w, &err), CF_OK);
+    cf_props *c = cf_props_new();
+    cf_props_set(c, "connector.class", "mem");
+    cf_props_set(c, "topic", "t");
+    cf_props_set(c, "errors.tolerance", "all");
+    cf_props_set(c, "key.converter", "string");
+    cf_props_set(c, "value.converter", "json");
+    cf_props_set(c, "value.converter.schemas.enable", "false");
+    cf_props_set(c, "poll.backoff.initial.ms", "10");
+    cf_code rc = cf_worker_add_connector(w, "memsrc", c, &err);
+    if (rc) fprintf(stderr, "%s: %s\n", err.message, err.detail);
+    assert_int_equal(rc, CF_OK);
+    run_arg a = {w};
+    pthread_t th;
+    pthread_create(&th, NULL, runner, &a);
+    for (int i = 0; i < max_ms / 10 && count_lines(out) < want; i++) usleep(10000);
+    usleep(300000); /* anything more that would come */
+    cf_worker_stop(w);
+    pthread_join(th, NULL);
+    cf_worker_destroy(w);
+    cf_props_destroy(c);
+    cf_props_destroy(wp);
+}
+
+static void test_pipeline_offsets_restart(void **state) {
+    (void)state;
+    char dir[] = "/tmp/cf_fw_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char out1[600], out2[600];
+    snprintf(out1, sizeof out1, "%s/out1.jsonl", dir);
+    snprintf(out2, sizeof out2, "%s/out2.jsonl", dir);
+    run_once(dir, out1, 5, 5000);
+    /* a-0 a-2 a-4 (odd ones filtered), b-0, b-2 (b-1 bad: tolerated) */
+    const char *want[] = {"a-0", "a-2", "a-4", "b-0", "b-2"};
+    cf_recordfile_reader *r;
+    assert_int_equal(cf_recordfile_reader_open(out1, &r, NULL), CF_OK);
+    cf_msg *m = cf_msg_new();
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(cf_recordfile_read(r, m, NULL), CF_OK);
+        assert_int_equal(m->key_len, 3);
+        assert_memory_equal(m->key, want[i], 3);
+        const cf_msg_header *h = cf_msg_header_last(m, "object");
+        assert_non_null(h);
+        assert_int_equal(h->value[0], want[i][0]);
+    }
+    assert_int_equal(cf_recordfile_read(r, m, NULL), CF_ERR_EOF);
+    cf_recordfile_reader_close(r);
+    /* offsets: both objects done, recordCount = all records */
+    char offs[600], buf[4096] = {0};
+    snprintf(offs, sizeof offs, "%s/offsets.json", dir);
+    FILE *f = fopen(offs, "r");
+    assert_non_null(f);
+    assert_true(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "{\"object\":\"a\"}],\"value\":{\"recordCount\":5"));
+    assert_non_null(strstr(buf, "{\"object\":\"b\"}],\"value\":{\"recordCount\":3"));
+    assert_non_null(strstr(buf, "\"done\":true"));
+    /* restart: nothing is read again */
+    opened_from[0] = opened_from[1] = -1;
+    run_once(dir, out2, 1, 700);
+    assert_int_equal(count_lines(out2), 0);
+    assert_int_equal(opened_from[0], -1);
+    assert_int_equal(opened_from[1], -1);
+    cf_msg_destroy(m);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* file.name.template: whole-name matching, placeholders, user groups. */
+static void test_template(void **state) {
+    (void)state;
+    cf_name_template *t;
+    cf_name_match m;
+    assert_int_equal(cf_name_template_new("{{topic}}-{{partition}}-{{start_offset}}\\.csv", &t, NULL), CF_OK);
+    assert_true(cf_name_template_match(t, "orders-3-1200.csv", &m));
+    assert_string_equal(m.topic, "orders");
+    assert_int_equal(m.partition, 3);
+    assert_int_equal(m.start_offset, 1200);
+    /* Aiven's README example of a wrong partial match: must not match at all */
+    assert_false(cf_name_template_match(t, "22-10-12/customer-topic-1-1734445664111.csv", &m));
+    assert_false(cf_name_template_match(t, "x/orders-3-1200.csv.tmp", &m));
+    cf_name_template_destroy(t);
+    assert_int_equal(cf_name_template_new("(dir|other)/{{topic}}/p{{partition}}\\.jsonl", &t, NULL), CF_OK);
+    assert_true(cf_name_template_match(t, "other/events/p7.jsonl", &m));
+    assert_string_equal(m.topic, "events");
+    assert_int_equal(m.partition, 7);
+    cf_name_template_destroy(t);
+    cf_err err;
+    assert_int_equal(cf_name_template_new("{{bogus}}", &t, &err), CF_ERR_CONFIG);
+    assert_int_equal(cf_name_template_new("(", &t, &err), CF_ERR_CONFIG);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_template),
+        cmocka_unit_test(test_pipeline_offsets_restart),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
