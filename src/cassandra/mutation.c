@@ -601,7 +601,7 @@ static cf_code decode_one(cf_cass_decoder *d, cur *c, cf_cass_mutation *m, uint8
     /* Try the newest definition, then older ones if a column is unknown
      * (segments written before an ALTER TABLE ... ADD/DROP). */
     cf_cass_table *const *versions = NULL;
-    size_t nv = cf_cass_schema_table_versions(d->schema, id, &versions);
+    size_t nv = 0;
     const uint8_t *body = c->p;
     cf_code rc = CF_OK;
     cf_cass_update *u = &m->updates[m->n_updates];
@@ -614,7 +614,9 @@ static cf_code decode_one(cf_cass_decoder *d, cur *c, cf_cass_mutation *m, uint8
         u->table = d->table;
         c->p = body;
         rc = decode_update_body(d, c, u, err);
-        if (rc != CF_ERR_SCHEMA || v + 1 >= nv) break;
+        if (rc != CF_ERR_SCHEMA) break;
+        if (v == 0) nv = cf_cass_schema_table_versions(d->schema, id, &versions); /* only when needed */
+        if (v + 1 >= nv) break;
     }
     if (rc) {
         char ids[37];
