@@ -6,12 +6,13 @@
  *   - a consumer-group rebalance with two members: the first member is told
  *     which partitions are revoked BEFORE they go, commits there, and the
  *     second resumes from those commits (nothing lost, nothing read twice);
- *   - the broker stopped and started mid-stream (CF_TEST_KAFKA_STOP /
- *     CF_TEST_KAFKA_START): every record produced is acknowledged once the
+ *   - a broker stopped and started mid-stream with scripts/servers
+ *     (`stop kafka` / `start kafka`, on a private instance so that tests
+ *     running in parallel keep their broker): every record produced is acknowledged once the
  *     broker is back, consumed after the restart, and the log holds each
  *     record exactly once (idempotent producer);
  *   - kcat, an outside client, reads back what we produced (kcat -C -J -e).
- * Fails (does not skip) when CF_TEST_KAFKA or the stop/start commands are
+ * Fails (does not skip) when CF_TEST_KAFKA or CF_TEST_SERVERS are
  * missing: run it through `make test` / scripts/run-tests, or source
  * $(scripts/servers envfile) after `scripts/servers start kafka`.
  */
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <jansson.h>
 
@@ -252,19 +254,46 @@ static void test_it_rebalance_two_consumers(void **state) {
 
 /* ------------------------------------------------------------ broker restart */
 
-static void run_cmd(const char *env) {
-    const char *cmd = need_env(env);
+static void run_cmd(const char *what, const char *cmd) {
     int64_t t0 = kt_now_ms();
     int rc = system(cmd);
-    fprintf(stderr, "[%s] `%s` -> %d in %lld ms\n", env, cmd, rc, (long long)(kt_now_ms() - t0));
-    if (rc != 0) fail_msg("%s failed: %s (exit %d)", env, cmd, rc);
+    fprintf(stderr, "[%s] `%s` -> %d in %lld ms\n", what, cmd, rc, (long long)(kt_now_ms() - t0));
+    if (rc != 0) fail_msg("%s failed: %s (exit %d)", what, cmd, rc);
+}
+
+/* The restart test stops a broker for tens of seconds. So that other tests
+ * running in parallel on the shared broker (CF_TEST_KAFKA) are not hit, it
+ * starts a PRIVATE broker with scripts/servers (CF_TEST_SERVERS): its own
+ * run directory and ports (offset 300: 127.0.0.1:19392), same jars and
+ * recipe, and stops it with `stop kafka` / `start kafka` (data kept), the
+ * same commands as CF_TEST_KAFKA_STOP/START. */
+enum { PRIV_OFFSET = 300 };
+static char priv_prefix[1024], priv_bs[64], priv_dir[256];
+
+static int teardown_private(void **state) {
+    (void)state;
+    if (priv_prefix[0]) {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "%s stop >/dev/null 2>&1; rm -rf '%s'", priv_prefix, priv_dir);
+        if (system(cmd) != 0) fprintf(stderr, "teardown of the private broker failed: %s\n", cmd);
+        priv_prefix[0] = 0;
+    }
+    return 0;
 }
 
 static void test_it_broker_restart_no_loss(void **state) {
     (void)state;
-    const char *bs = need_env("CF_TEST_KAFKA");
-    need_env("CF_TEST_KAFKA_STOP");
-    need_env("CF_TEST_KAFKA_START");
+    need_env("CF_TEST_KAFKA"); /* the shared servers must be up: same cache, same recipe */
+    const char *servers = need_env("CF_TEST_SERVERS");
+    snprintf(priv_dir, sizeof priv_dir, "/tmp/cf-it-kafka-restart-%d", (int)getpid());
+    snprintf(priv_prefix, sizeof priv_prefix, "CF_SERVERS_DIR='%s' CF_SERVERS_PORT_OFFSET=%d '%s'",
+             priv_dir, PRIV_OFFSET, servers);
+    snprintf(priv_bs, sizeof priv_bs, "127.0.0.1:%d", 19092 + PRIV_OFFSET);
+    char cmd_start[1200], cmd_stop[1200];
+    snprintf(cmd_start, sizeof cmd_start, "%s start kafka", priv_prefix);
+    snprintf(cmd_stop, sizeof cmd_stop, "%s stop kafka", priv_prefix);
+    run_cmd("start private broker", cmd_start);
+    const char *bs = priv_bs;
     char topic[128];
     kt_unique_topic(topic, sizeof topic, "it-restart");
     make_topic(bs, topic, 2);
@@ -304,10 +333,10 @@ static void test_it_broker_restart_no_loss(void **state) {
             for (int pt = 0; pt < 2; pt++)
                 if (next[pt] >= 0) tp[ntp++] = (cf_topic_partition){topic, pt, next[pt]};
             assert_int_equal(cf_consumer_commit(c, tp, ntp, false, &err), CF_OK);
-            run_cmd("CF_TEST_KAFKA_STOP");
+            run_cmd("stop broker", cmd_stop);
         }
         if (i == START_AT) {
-            run_cmd("CF_TEST_KAFKA_START");
+            run_cmd("start broker", cmd_start);
             restarted = 1;
         }
         char v[16];
@@ -447,7 +476,7 @@ int main(void) {
         cmocka_unit_test(test_it_produce_consume_n),
         cmocka_unit_test(test_it_kcat_reads_back),
         cmocka_unit_test(test_it_rebalance_two_consumers),
-        cmocka_unit_test(test_it_broker_restart_no_loss),
+        cmocka_unit_test_teardown(test_it_broker_restart_no_loss, teardown_private),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
