@@ -48,7 +48,7 @@ struct cf_cql_conn {
     int version;     /* 4 or 5 */
     bool framed;     /* v5: envelopes travel inside CRC-checked segments (after STARTUP) */
     uint8_t *in;     /* v5: payload bytes of received segments not consumed yet */
-    size_t in_len, in_pos;
+    size_t in_len, in_pos, in_cap;
     char *host;
     int port;
     int request_timeout_ms;
@@ -175,30 +175,32 @@ static cf_code read_segment(cf_cql_conn *c, int64_t deadline, cf_err *err) {
         return CF_ERR_CORRUPT;
     }
     size_t n = hdr & 0x1ffff;
-    uint8_t *buf = cf_xmalloc(n + 4);
-    rc = read_full(c, buf, n + 4, deadline, err);
-    if (rc) {
-        free(buf);
-        return rc;
+    /* drop what was consumed, then grow geometrically: a large envelope
+     * split over many segments is gathered in linear time */
+    if (c->in_pos == c->in_len) {
+        c->in_pos = c->in_len = 0;
+    } else if (c->in_pos > c->in_len / 2) {
+        memmove(c->in, c->in + c->in_pos, c->in_len - c->in_pos);
+        c->in_len -= c->in_pos;
+        c->in_pos = 0;
     }
+    if (c->in_len + n + 4 > c->in_cap) {
+        size_t cap = c->in_cap ? c->in_cap : 65536;
+        while (cap < c->in_len + n + 4) cap *= 2;
+        c->in = cf_xrealloc(c->in, cap);
+        c->in_cap = cap;
+    }
+    uint8_t *buf = c->in + c->in_len;
+    rc = read_full(c, buf, n + 4, deadline, err);
+    if (rc) return rc;
     uint32_t want = (uint32_t)buf[n] | (uint32_t)buf[n + 1] << 8 | (uint32_t)buf[n + 2] << 16 | (uint32_t)buf[n + 3] << 24;
     if (seg_crc32(buf, n) != want) {
-        free(buf);
         cf_err_set(err, CF_ERR_CORRUPT, "CQL protocol v5: segment payload CRC32 mismatch");
         cf_err_detail(err, "payload of %zu bytes", n);
         cf_err_where(err, "%s:%d", c->host ? c->host : "fd", c->port);
         return CF_ERR_CORRUPT;
     }
-    /* append to what is left of the previous payload */
-    size_t left = c->in_len - c->in_pos;
-    uint8_t *nb = cf_xmalloc(left + n + 1);
-    if (left) memcpy(nb, c->in + c->in_pos, left);
-    memcpy(nb + left, buf, n);
-    free(buf);
-    free(c->in);
-    c->in = nb;
-    c->in_len = left + n;
-    c->in_pos = 0;
+    c->in_len += n; /* the CRC bytes past in_len are overwritten by the next payload */
     return CF_OK;
 }
 
@@ -794,7 +796,7 @@ static cf_code parse_result(cf_cql_conn *c, cf_cql_result *r, const uint8_t *bod
     if (ncol && (size_t)nrows > (len - d.pos) / (4 * (size_t)ncol)) return corrupt(c, err, "rows count", OP_RESULT, len);
     size_t total = (r->n_rows + (size_t)nrows) * r->n_columns;
     r->values = cf_xrealloc(r->values, (total ? total : 1) * sizeof *r->values);
-    for (int32_t i = 0; i < nrows; i++)
+    for (int32_t i = 0; r->n_columns && i < nrows; i++)
         for (size_t j = 0; j < r->n_columns; j++) {
             cf_cql_value v = rd_bytes(&d);
             if (d.bad) return corrupt(c, err, "row values", OP_RESULT, len);

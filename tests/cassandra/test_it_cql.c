@@ -263,6 +263,33 @@ static void test_v4_and_v5(void **state) {
         cf_cql_close(c);
     }
     assert_string_equal(json[0], json[1]);
+    /* a 400 KiB value over v5: the request and the response each span several
+     * segments that are not self-contained */
+    {
+        cf_cql_options o = {.host = host, .port = port, .protocol_version = 5};
+        cf_cql_conn *c = NULL;
+        cf_err err;
+        assert_int_equal(cf_cql_connect(&o, &c, &err), CF_OK);
+        size_t big_n = 400 * 1024; /* < max mutation size (half of the 1 MiB segment), > 3 segments */
+        exec_ok(c, "CREATE TABLE IF NOT EXISTS itks.huge (k int PRIMARY KEY, v text)");
+        char *q = malloc(big_n + 128);
+        int off = snprintf(q, 128, "INSERT INTO itks.huge (k, v) VALUES (1, 'huge-");
+        memset(q + off, 'h', big_n);
+        snprintf(q + off + big_n, 64, "')");
+        cf_cql_result *ir = NULL;
+        if (cf_cql_query(c, q, CF_CQL_ONE, &ir, &err) != CF_OK) fail_msg("400 KiB insert: %s / %s", err.message, err.detail);
+        cf_cql_result_free(ir);
+        free(q);
+        cf_cql_result *r = NULL;
+        assert_int_equal(cf_cql_query(c, "SELECT v FROM itks.huge WHERE k = 1", CF_CQL_ONE, &r, &err), CF_OK);
+        assert_int_equal(r->n_rows, 1);
+        const cf_cql_value *v = cf_cql_result_value(r, 0, 0);
+        assert_int_equal(v->len, (int32_t)(big_n + 5));
+        assert_memory_equal(v->data, "huge-h", 6);
+        assert_int_equal(v->data[big_n + 4], 'h');
+        cf_cql_result_free(r);
+        cf_cql_close(c);
+    }
     assert_int_equal(rows[0], 600);
     assert_int_equal(rows[0], rows[1]);
     free(json[0]);
