@@ -88,6 +88,11 @@ void cf_kafka_env_destroy(cf_kafka_env *e) {
 
 const char *cf_kafka_env_bootstrap(const cf_kafka_env *e) { return e ? e->bootstrap : NULL; }
 
+cf_code cf_kafka_env_create_topic(cf_kafka_env *e, const char *topic, int partitions, cf_err *err) {
+    if (!e || !e->embedded) return CF_ERR_UNSUPPORTED;
+    return cf_embedded_kafka_create_topic(e->embedded, topic, partitions, err);
+}
+
 /* ---------------- client configuration ---------------- */
 
 typedef struct errlog {
@@ -529,7 +534,7 @@ static void ensure_topic(rd_kafka_t *rk, const char *topic, int partitions, int 
     rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
     if (ev) {
         const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
         size_t n = 0;
@@ -667,8 +672,13 @@ cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_
         return CF_ERR_CONFIG;
     }
     const cf_config *cfg = cf_worker_config(w);
-    ensure_topic(o->p.rk, topic, (int)cf_config_int(cfg, "offset.storage.partitions"),
-                 (int)cf_config_int(cfg, "offset.storage.replication.factor"));
+    int parts = (int)cf_config_int(cfg, "offset.storage.partitions");
+    cf_err te;
+    cf_code trc = cf_kafka_env_create_topic(cf_worker_kafka_env(w), topic, parts, &te);
+    if (trc == CF_ERR_UNSUPPORTED) /* a real cluster: the admin API */
+        ensure_topic(o->p.rk, topic, parts, (int)cf_config_int(cfg, "offset.storage.replication.factor"));
+    else if (trc)
+        CF_DEBUG(COMP, "embedded cluster: topic %s: %s", topic, te.message);
     cf_offset_store *s = cf_offset_store_new_backend(&ot_backend, o);
     cf_code rc = load_topic(w, s, topic, err);
     if (rc) {

@@ -228,6 +228,7 @@ struct cf_worker {
 
 const cf_config *cf_worker_config(const cf_worker *w) { return w->cfg; }
 const char *cf_worker_kafka_bootstrap(const cf_worker *w) { return cf_kafka_env_bootstrap(w->kenv); }
+cf_kafka_env *cf_worker_kafka_env(const cf_worker *w) { return w->kenv; }
 
 static const char *const state_names[] = {"UNASSIGNED", "RUNNING", "PAUSED", "FAILED", "FINISHED"};
 const char *cf_state_name(cf_state s) { return (unsigned)s <= CF_STATE_FINISHED ? state_names[s] : "UNKNOWN"; }
@@ -845,8 +846,8 @@ static void *source_main(void *arg) {
     CF_INFO(COMP, "connector %s task %d started (source)", c->name, t->id);
     s.last_flush_us = cf_now_us();
     cf_record *recs[SOURCE_BATCH];
-    int idle_ms = 1, wait_step = 0, wait_log_s = 1;
-    int64_t next_wait_log = 0;
+    int idle_ms = 1, wait_step = 0, wait_log_s = 1, commit_log_s = 1;
+    int64_t next_wait_log = 0, next_commit_log = 0;
     while (!atomic_load(&t->stop)) {
         if (atomic_load(&c->paused)) {
             atomic_store(&t->state, CF_STATE_PAUSED);
@@ -912,7 +913,20 @@ static void *source_main(void *arg) {
         }
         if (cf_now_us() - s.last_flush_us >= w->flush_interval_ms * 1000) {
             cf_err fe;
-            if (src_flush_offsets(&s, &fe)) cf_log_err(CF_LOG_ERROR, COMP, &fe);
+            if (src_flush_offsets(&s, &fe)) {
+                /* retried at every interval; reported once per backoff step */
+                s.last_flush_us = cf_now_us();
+                if (cf_now_us() >= next_commit_log) {
+                    CF_WARN(COMP, "connector %s task %d: %s: %s; retrying, next report in %d s", c->name, t->id,
+                            fe.message, fe.detail, commit_log_s);
+                    next_commit_log = cf_now_us() + (int64_t)commit_log_s * 1000000;
+                    if (commit_log_s < 60) commit_log_s *= 2;
+                }
+            } else if (commit_log_s > 1) {
+                CF_INFO(COMP, "connector %s task %d: offsets stored again", c->name, t->id);
+                commit_log_s = 1;
+                next_commit_log = 0;
+            }
         }
     }
     /* Stop: wait (bounded) for what was sent, store what was acknowledged. */

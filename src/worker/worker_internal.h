@@ -105,6 +105,10 @@ typedef struct cf_kafka_env cf_kafka_env;
 cf_code cf_kafka_env_new(const cf_config *cfg, cf_kafka_env **out, cf_err *err);
 void cf_kafka_env_destroy(cf_kafka_env *e);
 const char *cf_kafka_env_bootstrap(const cf_kafka_env *e);
+cf_kafka_env *cf_worker_kafka_env(const struct cf_worker *w);
+/* Create a topic on the embedded cluster; CF_ERR_UNSUPPORTED when the
+ * cluster is a real one (use the admin API then). */
+cf_code cf_kafka_env_create_topic(cf_kafka_env *e, const char *topic, int partitions, cf_err *err);
 
 /* ---- errors and the dead letter queue (errors.c) ---- */
 /* Connect's stage names. */

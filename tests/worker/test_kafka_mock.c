@@ -96,9 +96,14 @@ static size_t read_topic(const char *bootstrap, const char *topic, got *out, siz
     rd_kafka_subscribe(rk, l);
     rd_kafka_topic_partition_list_destroy(l);
     size_t n = 0;
-    for (int i = 0; i < 200 && n < want && n < max; i++) {
+    int idle = 0;
+    for (int i = 0; i < 300 && n < want && n < max; i++) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-        if (!m) continue;
+        if (!m) {
+            if (n && ++idle >= 20) break; /* 2 s without news after the first: that is all */
+            continue;
+        }
+        idle = 0;
         if (!m->err) {
             out[n].key = m->key ? strndup(m->key, m->key_len) : NULL;
             out[n].value = m->payload ? strndup(m->payload, m->len) : NULL;
