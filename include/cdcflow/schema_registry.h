@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cdcflow/buf.h"
 #include "cdcflow/error.h"
 #include "cdcflow/props.h"
 
@@ -102,6 +103,10 @@ typedef struct cf_sr_status {
     char last_error[512];    /* empty if none */
 } cf_sr_status;
 void cf_sr_client_status(cf_sr_client *c, cf_sr_status *out);
+/* The status as one JSON object for health endpoints and metrics, appended to out:
+ * {"reachable":true,"requests":3,"errors":0,"cache_hits":12,"last_ok_ms":...,
+ *  "last_error_ms":0,"next_retry_ms":0,"last_error":""} */
+void cf_sr_status_json(const cf_sr_status *st, cf_buf *out);
 
 /* ---- subject name strategies ---- */
 typedef enum cf_sr_strategy {

@@ -316,6 +316,22 @@ void cf_sr_client_status(cf_sr_client *c, cf_sr_status *out) {
     pthread_mutex_unlock(&c->slock);
 }
 
+void cf_sr_status_json(const cf_sr_status *st, cf_buf *out) {
+    json_t *o = json_object();
+    json_object_set_new(o, "reachable", json_boolean(st->reachable));
+    json_object_set_new(o, "requests", json_integer((json_int_t)st->requests));
+    json_object_set_new(o, "errors", json_integer((json_int_t)st->errors));
+    json_object_set_new(o, "cache_hits", json_integer((json_int_t)st->cache_hits));
+    json_object_set_new(o, "last_ok_ms", json_integer(st->last_ok_ms));
+    json_object_set_new(o, "last_error_ms", json_integer(st->last_error_ms));
+    json_object_set_new(o, "next_retry_ms", json_integer(st->next_retry_ms));
+    json_object_set_new(o, "last_error", json_string(st->last_error));
+    char *s = json_dumps(o, JSON_COMPACT);
+    cf_buf_append_str(out, s);
+    free(s);
+    json_decref(o);
+}
+
 static void count_hit(cf_sr_client *c) {
     pthread_mutex_lock(&c->slock);
     c->st.cache_hits++;

@@ -169,6 +169,13 @@ static void test_unreachable_registry(void **state) {
     free(schema);
     cf_sr_client_status(sr, &st);
     assert_int_equal(st.cache_hits, 1);
+    cf_buf js = CF_BUF_INIT;
+    cf_sr_status_json(&st, &js);
+    assert_non_null(strstr(js.data, "\"reachable\":false"));
+    assert_non_null(strstr(js.data, "\"requests\":2"));
+    assert_non_null(strstr(js.data, "\"errors\":2"));
+    assert_non_null(strstr(js.data, "127.0.0.1:1"));
+    cf_buf_free(&js);
 
     cf_sr_client_destroy(sr);
     cf_props_destroy(p);
