@@ -181,6 +181,49 @@ static void test_unreachable_registry(void **state) {
     cf_props_destroy(p);
 }
 
+/* The caches are bounded (schemas.cache.config); the oldest entry goes first. */
+static void test_cache_bounds(void **state) {
+    (void)state;
+    cf_sr_config cfg;
+    cf_sr_config_init(&cfg);
+    cfg.cache_capacity = 2;
+    cf_sr_client *sr;
+    cf_err err;
+    assert_int_equal(cf_sr_client_new(&cfg, &sr, &err), CF_OK);
+    cf_sr_cache_put(sr, 1, "\"int\"");
+    cf_sr_cache_put(sr, 2, "\"long\"");
+    cf_sr_cache_put(sr, 3, "\"string\"");
+    char *s = NULL;
+    assert_int_equal(cf_sr_get_by_id(sr, 1, &s, &err), CF_ERR_CONFIG); /* evicted; no registry to ask */
+    assert_int_equal(cf_sr_get_by_id(sr, 2, &s, &err), CF_OK);
+    free(s);
+    assert_int_equal(cf_sr_get_by_id(sr, 3, &s, &err), CF_OK);
+    assert_string_equal(s, "\"string\"");
+    free(s);
+    /* the converter's own id -> codec cache with one entry: alternating ids 2 and 3 evict
+     * each other and are rebuilt from the client's cache */
+    cf_props *p = cf_props_new();
+    cf_props_set(p, "schemas.cache.config", "1");
+    cf_avro_converter *c;
+    assert_int_equal(cf_avro_converter_new_with_client(p, false, sr, &c, &err), CF_OK);
+    const char m2[] = {0, 0, 0, 0, 2, 0x02}, m3[] = {0, 0, 0, 0, 3, 0x02, 'x'};
+    cf_schema *sc;
+    cf_value *v;
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(cf_avro_converter_to_connect(c, "t", m2, sizeof m2, &sc, &v, &err), CF_OK);
+        assert_int_equal(v->u.i, 1);
+        cf_value_destroy(v);
+        cf_schema_unref(sc);
+        assert_int_equal(cf_avro_converter_to_connect(c, "t", m3, sizeof m3, &sc, &v, &err), CF_OK);
+        assert_string_equal(v->u.s.ptr, "x");
+        cf_value_destroy(v);
+        cf_schema_unref(sc);
+    }
+    cf_avro_converter_destroy(c);
+    cf_props_destroy(p);
+    cf_sr_client_destroy(sr);
+}
+
 static void test_config_errors(void **state) {
     (void)state;
     cf_props *p = cf_props_new();
@@ -269,6 +312,7 @@ int main(void) {
         cmocka_unit_test(test_decode_wire_format_from_cache),
         cmocka_unit_test(test_subject_names),
         cmocka_unit_test(test_unreachable_registry),
+        cmocka_unit_test(test_cache_bounds),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_plugin),
         cmocka_unit_test(test_config_table),
