@@ -9,6 +9,17 @@
  *   decode: schema id -> codec (writer schema compiled once). Bounded the same way.
  * The registry client has its own caches below these (ids, schema texts), so a converter
  * recreated after a restart still avoids most requests.
+ *
+ * Semantics taken from Confluent's AvroConverter/AvroData:
+ *   - a null (unset) struct field whose schema has a default is written as the default,
+ *     because Connect's Struct.get returns the default for it and AvroData writes what
+ *     Struct.get returns;
+ *   - auto.register.schemas=true registers under the subject (POST .../versions), false looks
+ *     the schema up (POST /subjects/{subject}) and fails with CF_ERR_NOT_FOUND if absent;
+ *   - use.latest.version=true writes with the subject's latest schema and its id (struct
+ *     fields matched by name; the latest schema is fetched once per converter and cached, as
+ *     Confluent's latest.cache.ttl.sec=-1 default does);
+ *   - to_connect uses the writer schema named by the id (no reader schema / projection).
  */
 #include <stdio.h>
 #include <stdlib.h>
