@@ -274,8 +274,62 @@ static void test_config_errors(void **state) {
     cf_producer_destroy(p);
 }
 
+typedef struct fail_log {
+    int n, n_fail;
+    cf_code last_code;
+    char where[256];
+} fail_log;
+
+static void on_fail_delivery(const cf_delivery *d, void *ctx) {
+    fail_log *l = ctx;
+    l->n++;
+    if (d->code != CF_OK) {
+        l->n_fail++;
+        assert_non_null(d->err);
+        assert_int_equal(d->offset, -1);
+        snprintf(l->where, sizeof l->where, "%s", d->err->where);
+    }
+    l->last_code = d->code;
+}
+
+/* Records that cannot be delivered (no broker; message.timeout.ms passes)
+ * get a failed report each; the watermark stays before them; flush says so. */
+static void test_delivery_failure_stops_watermark(void **state) {
+    (void)state;
+    cf_err err;
+    const char *kv[] = {"message.timeout.ms", "500"};
+    cf_producer *p = cf_producer_new("127.0.0.1:1", kv, 1, &err);
+    assert_non_null(p);
+    fail_log l = {0};
+    cf_producer_set_delivery_cb(p, on_fail_delivery, &l);
+    cf_msg *m = cf_msg_new();
+    cf_msg_set_topic(m, "nowhere");
+    cf_msg_set_value(m, "v", 1);
+    for (int i = 0; i < 3; i++) assert_int_equal(cf_producer_send(p, m, NULL, NULL, &err), CF_OK);
+    assert_int_equal(cf_producer_flush(p, 10000, &err), CF_ERR_TRANSPORT);
+    assert_non_null(strstr(err.message, "delivery failed"));
+    assert_int_equal(l.n, 3);
+    assert_int_equal(l.n_fail, 3);
+    assert_int_equal(l.last_code, CF_ERR_TRANSPORT);
+    assert_non_null(strstr(l.where, "nowhere/"));
+    assert_int_equal(cf_producer_failed_count(p), 3);
+    assert_int_equal(cf_producer_acked_seq(p), 0);
+    assert_int_equal(cf_producer_in_flight(p), 0);
+
+    /* too large for message.max.bytes: refused at send, nothing queued */
+    size_t big = 2 * 1000 * 1000;
+    char *buf = calloc(1, big);
+    cf_msg_set_value(m, buf, big);
+    assert_int_equal(cf_producer_send(p, m, NULL, NULL, &err), CF_ERR_INVALID);
+    assert_non_null(strstr(err.hint, "message.max.bytes"));
+    assert_int_equal(cf_producer_last_seq(p), 3);
+    free(buf);
+    cf_msg_destroy(m);
+    cf_producer_destroy(p);
+}
+
 int main(void) {
-    cf_log_setup(CF_LOG_WARN, CF_LOG_TEXT, NULL);
+    cf_log_setup(CF_LOG_OFF, CF_LOG_TEXT, NULL); /* connection-refused noise */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_shapes),
         cmocka_unit_test(test_delivery_reports_and_watermark),
@@ -283,6 +337,7 @@ int main(void) {
         cmocka_unit_test(test_commit_and_resume),
         cmocka_unit_test(test_bootstrap_embedded),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_delivery_failure_stops_watermark),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
