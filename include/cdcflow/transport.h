@@ -107,7 +107,10 @@ cf_code cf_producer_poll(cf_producer *p, int timeout_ms, cf_err *err);
 cf_code cf_producer_flush(cf_producer *p, int timeout_ms, cf_err *err);
 
 /* The highest seq such that every message with seq <= it was acknowledged
- * successfully (0 = none yet). A failed delivery stops it for good. */
+ * successfully (0 = none yet). A failed delivery stops it for good: the
+ * caller should stop sending, destroy the producer and restart from its last
+ * committed source offset (later reports are still tracked, in memory that
+ * grows with every further send). */
 uint64_t cf_producer_acked_seq(const cf_producer *p);
 uint64_t cf_producer_last_seq(const cf_producer *p);  /* last seq handed out */
 size_t cf_producer_in_flight(const cf_producer *p);  /* sent, no report yet */
