@@ -100,6 +100,12 @@ cf_code cf_avro_codec_encode(cf_avro_codec *c, const cf_value *v, cf_buf *out, c
  * null top-level union branch). Damaged or trailing bytes give CF_ERR_CORRUPT with err.where =
  * "byte N" plus the field path. */
 cf_code cf_avro_codec_decode(cf_avro_codec *c, const void *data, size_t len, cf_value **out, cf_err *err);
+/* As cf_avro_codec_decode, for one value at the start of data[0..len) when allow_trailing is
+ * true (bytes after it are left alone): *used = the value's length in bytes. Consecutive datums
+ * without framing (an Avro object container block) are decoded by calling it again at
+ * data + *used. With allow_trailing false it is cf_avro_codec_decode. */
+cf_code cf_avro_codec_decode_next(cf_avro_codec *c, const void *data, size_t len, bool allow_trailing, size_t *used,
+                                  cf_value **out, cf_err *err);
 
 /* Baseline for benchmarks: encode v with avro-c's generic value API alone (the datum is
  * already an avro-c value prepared by cf_avro_codec_prepare_bare), nothing of ours in the

@@ -146,7 +146,9 @@ extern const char *const cf_source_distributions[];
      "How an object's bytes become records: `bytes` (fixed-size chunks), `csv` (RFC 4180, one STRUCT of " \
      "optional strings per row), `jsonl` (one JSON value per line, as Kafka's JsonConverter with schemas off), " \
      "`envelope` (record files as `kcat -C -J` prints them: key, value, headers, timestamp and partition are " \
-     "restored exactly; use the `bytes` key and value converters)."}, \
+     "restored exactly; use the `bytes` key and value converters), `avro` (Avro object container files, codecs " \
+     "null, deflate, snappy, zstandard: one record per datum, its value mapped from the writer schema as " \
+     "Confluent's AvroData does; a damaged block is reported and skipped up to the next sync marker)."}, \
     {"file.name.template", CF_CFG_STRING, ".*", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH, "Source", \
      "Which object names are read, and what they say: `{{topic}}`, `{{partition}}`, `{{start_offset}}`, " \
      "`{{timestamp}}` placeholders; the rest is a POSIX extended regular expression. The WHOLE name must match " \

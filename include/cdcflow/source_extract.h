@@ -64,11 +64,12 @@ typedef enum cf_input_format {
     CF_FORMAT_BYTES = 0,
     CF_FORMAT_CSV,
     CF_FORMAT_JSONL,
-    CF_FORMAT_ENVELOPE /* record files (kcat -J JSON lines): full-envelope restore */
+    CF_FORMAT_ENVELOPE, /* record files (kcat -J JSON lines): full-envelope restore */
+    CF_FORMAT_AVRO      /* Avro object container files */
 } cf_input_format;
 
-/* "bytes", "csv", "jsonl", "envelope" (case-insensitive), as input.format.
- * ("avro" is recognised and reported as not supported yet.) */
+/* "bytes", "csv", "jsonl", "envelope", "avro" (case-insensitive), as
+ * input.format. */
 cf_code cf_input_format_parse(const char *s, cf_input_format *out, cf_err *err);
 
 /* Where a record came from. Resume position after this record = end. */
@@ -79,6 +80,37 @@ typedef struct cf_extract_pos {
     uint64_t end;   /* byte offset just past it (and its line end) */
     uint64_t end_line; /* line where the next record starts (CSV, JSONL) */
 } cf_extract_pos;
+
+/* AVRO POSITIONS. The datums of an Avro object container block have no byte
+ * offsets of their own (the block may be compressed), so an Avro position is
+ * a block plus a datum number in it:
+ *   start     byte offset of the record's block (its count varint);
+ *   line      1 + the record's datum number in that block (1 = first);
+ *   end       byte offset of the block that holds the NEXT datum: the same
+ *             block while it has datums left, else the next block's start
+ *             (after the last record of the object: the object's size);
+ *   end_line  1 + the number of that block's datums already read (1 when
+ *             `end` is a fresh block).
+ * Resuming with start = end and start_line = end_line reads the header,
+ * seeks to the block and decodes and drops end_line - 1 datums of it: at
+ * most one block is read again. (The offset entry's "position" and "line"
+ * hold end and end_line; "line" is a datum number in a block for Avro.)
+ * Records are the datums mapped by cdcflow/avro.h (Confluent's AvroData
+ * rules) from the writer schema in the header, mapped once per object.
+ * Codecs: null, deflate, snappy (with its CRC32), zstandard. Errors are
+ * CF_ERR_INVALID with the object name, block number and byte offset:
+ *   - a file that is not an Avro container, an unknown codec, a writer
+ *     schema Connect cannot represent, a resume position that does not
+ *     exist: reported once, then the object ends (CF_ERR_EOF);
+ *   - a damaged block (bad count/size, a size above 64 MiB, no sync marker
+ *     after the data, a decompression or CRC failure, a cut-short object):
+ *     reported once, its datums are skipped, reading continues with the
+ *     block after the next sync marker, or the object ends when none
+ *     follows;
+ *   - a datum that does not follow the schema: reported (field path and
+ *     byte), the rest of its block is skipped (datum boundaries are then
+ *     unknown), reading continues with the next block.
+ * Each error takes one record index, as a bad CSV row does. */
 
 typedef struct cf_extractor cf_extractor;
 

@@ -2003,13 +2003,24 @@ static cf_code dec(const cf_schema *s, const anode *n, avro_value_t *av, cf_valu
 }
 
 cf_code cf_avro_codec_decode(cf_avro_codec *c, const void *data, size_t len, cf_value **out, cf_err *err) {
+    size_t used;
+    return cf_avro_codec_decode_next(c, data, len, false, &used, out, err);
+}
+
+/* Also the body of cf_avro_codec_decode: the skim finds where the value ends, so consecutive
+ * values (an Avro container block) are decoded one by one without framing of their own. */
+cf_code cf_avro_codec_decode_next(cf_avro_codec *c, const void *data, size_t len, bool allow_trailing, size_t *used,
+                                  cf_value **out, cf_err *err) {
     *out = NULL;
+    *used = 0;
     skim_ctx k = {.base = data, .p = data, .end = (const uint8_t *)data + len, .err = err};
     cf_code rc = skim(&k, c->root, 0);
-    if (rc == CF_OK && k.p != k.end) {
+    if (rc == CF_OK && k.p != k.end && !allow_trailing) {
         rc = skim_fail(&k, "trailing bytes after the value");
     }
     if (rc) return rc;
+    len = (size_t)(k.p - k.base);
+    *used = len;
     avro_value_reset(&c->value);
     avro_reader_t r = avro_reader_memory(data, (int64_t)len);
     int arc = avro_value_read(r, &c->value);

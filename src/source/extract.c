@@ -1,6 +1,7 @@
 /*
  * extract.c - streaming extractors: bytes, CSV (RFC 4180), JSON lines (see
- * include/cdcflow/source_extract.h).
+ * include/cdcflow/source_extract.h); Avro container files are in
+ * avro_extract.c, reached from here.
  *
  * One window buffer slides over the stream: records are parsed in place and
  * the buffer only grows when a single record is larger than it (bounded by
@@ -15,6 +16,14 @@
 #include "cdcflow/convert.h"
 #include "cdcflow/recordfile.h"
 #include "cdcflow/source_extract.h"
+
+/* avro_extract.c (internal to this module; it borrows the reader) */
+typedef struct cf_avro_extract cf_avro_extract;
+cf_code cf_avro_extract_new(cf_reader *r, uint64_t start, uint64_t start_index, uint64_t start_line,
+                            cf_avro_extract **out, cf_err *err);
+cf_code cf_avro_extract_next(cf_avro_extract *a, cf_schema **schema, cf_value **value, cf_extract_pos *pos,
+                             cf_err *err);
+void cf_avro_extract_destroy(cf_avro_extract *a);
 
 #define WINDOW_INIT (256 * 1024)
 #define CF_EXTRACT_MAX_RECORD (64u * 1024 * 1024)
@@ -44,19 +53,16 @@ struct cf_extractor {
     cf_converter *json;
     /* envelope */
     cf_msg *msg;
+    /* avro */
+    cf_avro_extract *avro;
 };
 
 cf_code cf_input_format_parse(const char *s, cf_input_format *out, cf_err *err) {
-    static const char *names[] = {"bytes", "csv", "jsonl", "envelope"};
-    for (int i = 0; i < 4; i++)
+    static const char *names[] = {"bytes", "csv", "jsonl", "envelope", "avro"};
+    for (int i = 0; i < 5; i++)
         if (s && strcasecmp(s, names[i]) == 0) return *out = (cf_input_format)i, CF_OK;
-    if (s && strcasecmp(s, "avro") == 0) {
-        cf_err_set(err, CF_ERR_UNSUPPORTED, "input.format \"avro\" is not supported by this extractor set yet");
-        cf_err_hint(err, "Use bytes, csv, jsonl or envelope.");
-        return CF_ERR_UNSUPPORTED;
-    }
     cf_err_set(err, CF_ERR_CONFIG, "invalid input.format \"%s\"", s ? s : "");
-    cf_err_hint(err, "Use one of: bytes, csv, jsonl, envelope.");
+    cf_err_hint(err, "Use one of: bytes, csv, jsonl, envelope, avro.");
     return CF_ERR_CONFIG;
 }
 
@@ -244,6 +250,17 @@ cf_code cf_extractor_new(cf_input_format f, const cf_props *opts, cf_reader *r, 
     cf_extractor *x = cf_xcalloc(1, sizeof *x);
     x->fmt = f;
     x->r = r;
+    if (f == CF_FORMAT_AVRO) {
+        /* the header is read by the first next(), so that a bad file is a
+         * reported data error of that object (positions: see the header) */
+        cf_code rc = cf_avro_extract_new(r, start, start_index, start_line, &x->avro, err);
+        if (rc) {
+            cf_extractor_destroy(x);
+            return rc;
+        }
+        *out = x;
+        return CF_OK;
+    }
     x->cap = WINDOW_INIT;
     x->buf = cf_xmalloc(x->cap + 1);
     x->line = 1;
@@ -330,6 +347,7 @@ fail:
 
 void cf_extractor_destroy(cf_extractor *x) {
     if (!x) return;
+    cf_avro_extract_destroy(x->avro);
     cf_reader_close(x->r);
     free(x->buf);
     for (size_t i = 0; i < x->n_header; i++) free(x->header[i]);
@@ -444,6 +462,7 @@ cf_code cf_extractor_next(cf_extractor *x, cf_schema **schema, cf_value **value,
     case CF_FORMAT_JSONL:
     case CF_FORMAT_ENVELOPE: return next_jsonl(x, schema, value, pos, err);
     case CF_FORMAT_CSV: return next_csv(x, schema, value, pos, err);
+    case CF_FORMAT_AVRO: return cf_avro_extract_next(x->avro, schema, value, pos, err);
     }
     return cf_err_set(err, CF_ERR_INTERNAL, "unknown input format %d", (int)x->fmt);
 }

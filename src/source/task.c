@@ -29,7 +29,7 @@
 
 #define COMP "source"
 
-const char *const cf_source_formats[] = {"bytes", "csv", "jsonl", "envelope", NULL};
+const char *const cf_source_formats[] = {"bytes", "csv", "jsonl", "envelope", "avro", NULL};
 const char *const cf_source_compressions[] = {"none", "gzip", "snappy", "zstd", NULL};
 const char *const cf_source_distributions[] = {"object_hash", "partition", NULL};
 
