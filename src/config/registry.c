@@ -4,8 +4,7 @@
  * tests/config/test_config.c.
  *
  * ADDING YOUR TABLE: one line in CF_CONFIG_TABLES below,
- *     X(cf_files_source_table)     \
-    X(cf_stream_source_table)
+ *     X(cf_files_source_table)
  * naming the `const cf_cfg_table` your module defines (no header needed:
  * the line declares it). Order = order in the docs.
  *
@@ -23,6 +22,7 @@
 
 /* X(symbol): one line per table, in docs order. */
 #define CF_CONFIG_TABLES(X)      \
+    X(cf_worker_config_table)    \
     X(cf_connector_common_table) \
     X(cf_sink_common_table)      \
     X(cf_files_source_table)     \
