@@ -11,6 +11,7 @@
 #include "cdcflow/connector.h"
 
 extern const cf_cfg_table cf_worker_config_table;
+extern const cf_cfg_table cf_avro_converter_table;
 extern const cf_connector_plugin cf_files_source_plugin;
 extern const cf_cfg_table cf_files_source_table;
 extern const cf_connector_plugin cf_stream_source_plugin;
@@ -20,6 +21,7 @@ extern const cf_cfg_table cf_sink_config_table;
 
 const void *const cf_cli_linked_plugins[] = {
     &cf_worker_config_table,
+    &cf_avro_converter_table,
     &cf_files_source_plugin,
     &cf_files_source_table,
     &cf_stream_source_plugin,
