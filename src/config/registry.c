@@ -31,6 +31,7 @@
     X(cf_json_converter_table)          \
     X(cf_string_converter_table)        \
     X(cf_bytes_converter_table)         \
+    X(cf_avro_converter_table)         \
     X(cf_extract_new_record_state_table) \
     X(cf_replace_field_table)           \
     X(cf_regex_router_table)            \
