@@ -553,6 +553,34 @@ static cf_code route(cf_sink *s, const cf_record *rec, bool retry, cf_err *err) 
 
 /* ---------------- flush ---------------- */
 
+/* Key order for the writes: a batch has one change per key, so the order is
+ * free, and walking a primary key index in order touches each page once
+ * (SQLite: ~3x fewer database seconds than event order on random keys). */
+static int cell_cmp(const cf_cell *a, const cf_cell *b) {
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    switch (a->kind) {
+    case CF_CELL_INT: return a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
+    case CF_CELL_REAL: return a->u.f < b->u.f ? -1 : a->u.f > b->u.f;
+    case CF_CELL_TEXT:
+    case CF_CELL_BLOB: {
+        uint32_t m = a->len < b->len ? a->len : b->len;
+        int c = m ? memcmp(a->u.p, b->u.p, m) : 0;
+        return c ? c : (a->len < b->len ? -1 : a->len > b->len);
+    }
+    default: return 0;
+    }
+}
+
+static int key_cmp(const void *pa, const void *pb) {
+    const cf_change *a = *(const cf_change *const *)pa, *b = *(const cf_change *const *)pb;
+    size_t n = a->n_cells < b->n_cells ? a->n_cells : b->n_cells;
+    for (size_t k = 0; k < n; k++) {
+        int c = cell_cmp(&a->cells[k], &b->cells[k]);
+        if (c) return c; /* key cells come first; distinct keys differ there */
+    }
+    return 0;
+}
+
 static void batch_reset(cf_sink *s) {
     for (size_t i = 0; i < s->n_tables; i++) s->tables[i]->nb = 0;
     if (s->ht) memset(s->ht, 0, s->ht_cap * sizeof *s->ht);
@@ -580,8 +608,13 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
         for (size_t i = 0; i < s->n_tables && !rc; i++) {
             sk_table *t = s->tables[i];
             if (t->nb == 0) continue;
-            if (s->o.max_staleness_s > 0) rc = s->tg->stage(s->ts, &t->t, t->batch, t->nb, err);
-            else rc = s->tg->apply(s->ts, &t->t, t->batch, t->nb, err);
+            /* a sorted copy: the compaction map indexes t->batch until the reset */
+            cf_change **sorted = cf_xmalloc(t->nb * sizeof *sorted);
+            memcpy(sorted, t->batch, t->nb * sizeof *sorted);
+            qsort(sorted, t->nb, sizeof *sorted, key_cmp);
+            if (s->o.max_staleness_s > 0) rc = s->tg->stage(s->ts, &t->t, sorted, t->nb, err);
+            else rc = s->tg->apply(s->ts, &t->t, sorted, t->nb, err);
+            free(sorted);
             if (!rc) s->st.written += t->nb;
             if (!rc && s->tg->purge_tombstones && wall - t->last_purge >= 60) {
                 rc = s->tg->purge_tombstones(s->ts, &t->t, wall - s->o.delete_retention_s, err);

@@ -37,7 +37,7 @@ typedef struct sq {
 
 typedef struct sq_tbl {
     size_t n_cols; /* statements below are for this many columns */
-    sqlite3_stmt *ups, *ups_nt, *del, *tomb, *stage;
+    sqlite3_stmt *ups, *ups_nt, *del, *tomb, *tomb_nc, *stage;
     bool has_tombs;
 } sq_tbl;
 
@@ -139,8 +139,9 @@ static void tbl_finalize(sq_tbl *x) {
     sqlite3_finalize(x->ups_nt);
     sqlite3_finalize(x->del);
     sqlite3_finalize(x->tomb);
+    sqlite3_finalize(x->tomb_nc);
     sqlite3_finalize(x->stage);
-    x->ups = x->ups_nt = x->del = x->tomb = x->stage = NULL;
+    x->ups = x->ups_nt = x->del = x->tomb = x->tomb_nc = x->stage = NULL;
     x->n_cols = 0;
 }
 
@@ -593,6 +594,21 @@ static cf_code prepare_table(sq *q, cf_sink_table *t, cf_err *err) {
     qid2(&b, "_cdc_tombstones_", t->name, "");
     cf_buf_append_str(&b, ".\"" SEQ_COL "\"");
     if (!rc) rc = prep(q, b.data, &x->tomb, err);
+    /* the same when the DELETE just removed the row: no row to look for */
+    cf_buf_reset(&b);
+    cf_buf_append_str(&b, "INSERT INTO ");
+    qid2(&b, "_cdc_tombstones_", t->name, "");
+    cf_buf_append_str(&b, " (");
+    key_list(&b, t, NULL);
+    cf_buf_append_str(&b, ", \"" SEQ_COL "\", \"_deleted_at\") VALUES (");
+    for (size_t k = 0; k < t->n_key + 2; k++) cf_buf_printf(&b, "%s?%zu", k ? ", " : "", k + 1);
+    cf_buf_append_str(&b, ") ON CONFLICT (");
+    key_list(&b, t, NULL);
+    cf_buf_append_str(&b, ") DO UPDATE SET \"" SEQ_COL "\" = excluded.\"" SEQ_COL
+                          "\", \"_deleted_at\" = excluded.\"_deleted_at\" WHERE excluded.\"" SEQ_COL "\" >= ");
+    qid2(&b, "_cdc_tombstones_", t->name, "");
+    cf_buf_append_str(&b, ".\"" SEQ_COL "\"");
+    if (!rc) rc = prep(q, b.data, &x->tomb_nc, err);
     if (!rc && q->o->max_staleness_s > 0) {
         cf_buf_reset(&b);
         cf_buf_append_str(&b, "INSERT INTO ");
@@ -659,10 +675,11 @@ static cf_code apply_one(sq *q, cf_sink_table *t, sq_tbl *x, const cf_change *c,
     sqlite3_bind_text(x->del, (int)t->n_key + 1, c->seq_text, -1, SQLITE_STATIC);
     rc = step(q, x->del, err);
     if (rc) return rc;
-    for (size_t k = 0; k < t->n_key; k++) bind_cell(x->tomb, (int)k + 1, &c->cells[k]);
-    sqlite3_bind_text(x->tomb, (int)t->n_key + 1, c->seq_text, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(x->tomb, (int)t->n_key + 2, now);
-    rc = step(q, x->tomb, err);
+    sqlite3_stmt *ts = sqlite3_changes(q->db) > 0 ? x->tomb_nc : x->tomb;
+    for (size_t k = 0; k < t->n_key; k++) bind_cell(ts, (int)k + 1, &c->cells[k]);
+    sqlite3_bind_text(ts, (int)t->n_key + 1, c->seq_text, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(ts, (int)t->n_key + 2, now);
+    rc = step(q, ts, err);
     x->has_tombs = true;
     return rc;
 }
@@ -690,6 +707,7 @@ static cf_code sq_apply(void *state, cf_sink_table *t, cf_change *const *changes
     /* read inside the write transaction: other tasks' tombstones are visible */
     x->has_tombs = any_tombs(q, t);
     int64_t now = (int64_t)time(NULL);
+    /* the engine hands the changes in key order: each B-tree page is touched once */
     for (size_t i = 0; i < n && !rc; i++) rc = apply_one(q, t, x, changes[i], now, err);
     return rc;
 }
