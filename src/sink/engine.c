@@ -589,6 +589,10 @@ static void batch_reset(cf_sink *s) {
     cf_arena_reset(s->arena);
 }
 
+static int table_name_cmp(const void *a, const void *b) {
+    return strcmp((*(sk_table *const *)a)->t.name, (*(sk_table *const *)b)->t.name);
+}
+
 static cf_code do_flush(cf_sink *s, cf_err *err) {
     if (s->buffered == 0) return CF_OK;
     double t0 = now_s();
@@ -603,10 +607,15 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
         }
     }
     if (!rc) rc = s->tg->begin(s->ts, err);
+    /* tables in name order: targets lock per table, and every task taking
+     * the locks in the same order cannot deadlock */
+    sk_table **order = cf_xmalloc((s->n_tables ? s->n_tables : 1) * sizeof *order);
+    memcpy(order, s->tables, s->n_tables * sizeof *order);
+    qsort(order, s->n_tables, sizeof *order, table_name_cmp);
     if (!rc) {
         int64_t wall = (int64_t)time(NULL);
         for (size_t i = 0; i < s->n_tables && !rc; i++) {
-            sk_table *t = s->tables[i];
+            sk_table *t = order[i];
             if (t->nb == 0) continue;
             /* a sorted copy: the compaction map indexes t->batch until the reset */
             cf_change **sorted = cf_xmalloc(t->nb * sizeof *sorted);
@@ -625,6 +634,7 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
         if (!rc) rc = s->tg->commit(s->ts, err);
         else s->tg->rollback(s->ts);
     }
+    free(order);
     pthread_mutex_unlock(&s->mu);
     s->st.t_db_s += now_s() - t0;
     if (rc) return rc;

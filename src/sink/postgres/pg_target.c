@@ -611,6 +611,19 @@ static cf_code pgt_apply(void *state, cf_sink_table *t, cf_change *const *change
     if (rc) return rc;
     pg_tbl *x = t->target_state;
     cf_buf b = CF_BUF_INIT;
+    /* Tasks applying to one table take turns (until commit): under READ
+     * COMMITTED a concurrent delete's tombstone is invisible to another
+     * task's upsert of the same key, which could bring the row back. */
+    cf_buf_append_str(&b, "SELECT pg_advisory_xact_lock(hashtext($1))");
+    char lockname[600];
+    snprintf(lockname, sizeof lockname, "cdcflow-sink-apply:%s.%s", q->schema, t->name);
+    const char *lp[1] = {lockname};
+    rc = exec_tuples(q, b.data, 1, lp, err);
+    if (rc) {
+        cf_buf_free(&b);
+        return rc;
+    }
+    cf_buf_reset(&b);
     cf_buf_append_str(&b, "COPY pg_temp.");
     qid(&b, x->batch);
     cf_buf_append_str(&b, " (_op, _seq");
