@@ -1,5 +1,6 @@
 /*
- * bench_extract.c - CSV and JSON lines extraction, file to records in memory.
+ * bench_extract.c - CSV, JSON lines and Avro container extraction, file to
+ * records in memory.
  *
  *   bench_extract [MB]      (default 256; the issue's flat-memory check uses 2048)
  *
@@ -9,6 +10,11 @@
  * finds line ends (memchr over the same file through the same reader: the
  * I/O floor), and the growth of resident memory while reading (must stay
  * flat: within 10 MB whatever the file size).
+ *
+ * Avro: the file is written by avro-c's own file writer (codecs null and
+ * deflate, 64 KiB blocks) with the JSON lines' fields; the baseline is
+ * avro-c's own file reader into its generic value (no Connect values), so
+ * the ratio is what our framing, checks and the mapping to Connect cost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +22,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <avro.h>
 
 #include "cdcflow/source_extract.h"
 
@@ -74,9 +82,11 @@ static double baseline(const char *path, size_t *bytes) {
     return t;
 }
 
+static double avro_baseline(const char *path, size_t *bytes);
+
 static void run(const char *name, cf_input_format fmt, const char *path) {
     size_t bytes;
-    double tb = baseline(path, &bytes);
+    double tb = fmt == CF_FORMAT_AVRO ? avro_baseline(path, &bytes) : baseline(path, &bytes);
     cf_reader *r;
     cf_reader_open_file(path, CF_COMPRESSION_NONE, &r, NULL);
     cf_extractor *x;
@@ -107,8 +117,97 @@ static void run(const char *name, cf_input_format fmt, const char *path) {
     double t = now() - t0;
     cf_extractor_destroy(x);
     double mb = bytes / 1048576.0;
-    printf("%-6s %8.1f MB  %8.1f MB/s  %10.0f records/s  baseline (line scan) %8.1f MB/s  ratio %.3f  RSS growth %ld KB\n",
-           name, mb, mb / t, recs / t, mb / tb, tb / t, rss_max - rss0);
+    printf("%-12s %8.1f MB  %8.1f MB/s  %10.0f records/s  baseline (%s) %8.1f MB/s  ratio %.3f  RSS growth %ld KB\n",
+           name, mb, mb / t, recs / t, fmt == CF_FORMAT_AVRO ? "avro-c reader" : "line scan", mb / tb, tb / t,
+           rss_max - rss0);
+}
+
+static const char avro_schema_json[] =
+    "{\"type\":\"record\",\"name\":\"Row\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},"
+    "{\"name\":\"name\",\"type\":\"string\"},{\"name\":\"email\",\"type\":\"string\"},"
+    "{\"name\":\"city\",\"type\":[\"null\",\"string\"]},{\"name\":\"amount\",\"type\":\"double\"},"
+    "{\"name\":\"flag\",\"type\":\"boolean\"},{\"name\":\"tags\",\"type\":{\"type\":\"array\",\"items\":\"string\"}},"
+    "{\"name\":\"payload\",\"type\":\"string\"}]}";
+
+static void write_avro(const char *path, const char *codec, size_t mb) {
+    avro_schema_t sch;
+    if (avro_schema_from_json_length(avro_schema_json, sizeof avro_schema_json - 1, &sch)) {
+        fprintf(stderr, "avro schema: %s\n", avro_strerror());
+        exit(1);
+    }
+    unlink(path);
+    avro_file_writer_t w;
+    if (avro_file_writer_create_with_codec(path, sch, &w, codec, 64 * 1024)) {
+        fprintf(stderr, "avro writer (%s): %s\n", codec, avro_strerror());
+        exit(1);
+    }
+    avro_value_iface_t *iface = avro_generic_class_from_schema(sch);
+    avro_value_t rec, f, br, el;
+    avro_generic_value_new(iface, &rec);
+    char name[64], email[64], payload[861];
+    memset(payload, 'x', 860);
+    payload[860] = 0;
+    size_t total = 0;
+    for (size_t i = 0; total < mb * 1024 * 1024; i++) {
+        avro_value_reset(&rec);
+        snprintf(name, sizeof name, "name %zu", i);
+        snprintf(email, sizeof email, "user%zu@example.com", i);
+        avro_value_get_by_name(&rec, "id", &f, NULL);
+        avro_value_set_long(&f, (int64_t)i);
+        avro_value_get_by_name(&rec, "name", &f, NULL);
+        avro_value_set_string(&f, name);
+        avro_value_get_by_name(&rec, "email", &f, NULL);
+        avro_value_set_string(&f, email);
+        avro_value_get_by_name(&rec, "city", &f, NULL);
+        avro_value_set_branch(&f, 1, &br);
+        avro_value_set_string(&br, "Zurich");
+        avro_value_get_by_name(&rec, "amount", &f, NULL);
+        avro_value_set_double(&f, i * 7 + 0.25);
+        avro_value_get_by_name(&rec, "flag", &f, NULL);
+        avro_value_set_boolean(&f, 1);
+        avro_value_get_by_name(&rec, "tags", &f, NULL);
+        avro_value_append(&f, &el, NULL);
+        avro_value_set_string(&el, "a");
+        avro_value_append(&f, &el, NULL);
+        avro_value_set_string(&el, "b");
+        avro_value_get_by_name(&rec, "payload", &f, NULL);
+        avro_value_set_string(&f, payload);
+        if (avro_file_writer_append_value(w, &rec)) {
+            fprintf(stderr, "avro append: %s\n", avro_strerror());
+            exit(1);
+        }
+        total += 960; /* about the JSON line's size */
+    }
+    avro_file_writer_close(w);
+    avro_value_decref(&rec);
+    avro_value_iface_decref(iface);
+    avro_schema_decref(sch);
+}
+
+/* avro-c's own reader: its generic value, nothing of ours. */
+static double avro_baseline(const char *path, size_t *bytes) {
+    avro_file_reader_t r;
+    if (avro_file_reader(path, &r)) {
+        fprintf(stderr, "avro reader: %s\n", avro_strerror());
+        exit(1);
+    }
+    avro_schema_t ws = avro_file_reader_get_writer_schema(r);
+    avro_value_iface_t *iface = avro_generic_class_from_schema(ws);
+    avro_value_t v;
+    avro_generic_value_new(iface, &v);
+    size_t n = 0;
+    double t0 = now();
+    while (avro_file_reader_read_value(r, &v) == 0) n++;
+    double t = now() - t0;
+    avro_value_decref(&v);
+    avro_value_iface_decref(iface);
+    avro_file_reader_close(r);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    *bytes = (size_t)ftell(f);
+    fclose(f);
+    if (n == 0) fprintf(stderr, "no avro records\n");
+    return t;
 }
 
 int main(int argc, char **argv) {
@@ -122,5 +221,15 @@ int main(int argc, char **argv) {
     run("jsonl", CF_FORMAT_JSONL, jsonl);
     unlink(csv);
     unlink(jsonl);
+    char avro[] = "/tmp/cf_bench_avro_XXXXXX";
+    close(mkstemp(avro));
+    static const char *const avro_codecs[] = {"null", "deflate"};
+    for (int k = 0; k < 2; k++) {
+        char label[32];
+        write_avro(avro, avro_codecs[k], mb);
+        snprintf(label, sizeof label, "avro-%s", avro_codecs[k]);
+        run(label, CF_FORMAT_AVRO, avro);
+    }
+    unlink(avro);
     return 0;
 }

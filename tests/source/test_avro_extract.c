@@ -12,6 +12,11 @@
  * files (bad sync marker, bad lengths, CRC failure, wrong datum counts, cut
  * short, not Avro, unknown codec) give errors naming the object, block and
  * byte, and reading continues at the next sync marker.
+ *
+ * A second writer: avro-c's own file writer (avro_file_writer_create_with_codec,
+ * codecs null, deflate, snappy, small blocks) makes files at test time from
+ * values given through its generic value API; the extractor must return
+ * those values.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +27,8 @@
 #include <string.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <unistd.h>
+#include <avro.h>
 
 #include "cdcflow/buf.h"
 #include "cdcflow/convert.h"
@@ -541,12 +548,153 @@ static void test_avro_bad_resume(void **state) {
     free(data);
 }
 
+/* ---------------- avro-c's writer ---------------- */
+
+static const char ac_schema[] =
+    "{\"type\":\"record\",\"name\":\"AC\",\"namespace\":\"t\",\"fields\":["
+    "{\"name\":\"id\",\"type\":\"long\"},{\"name\":\"s\",\"type\":\"string\"},"
+    "{\"name\":\"opt\",\"type\":[\"null\",\"string\"]},"
+    "{\"name\":\"nums\",\"type\":{\"type\":\"array\",\"items\":\"int\"}},"
+    "{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":\"double\"}},"
+    "{\"name\":\"in\",\"type\":{\"type\":\"record\",\"name\":\"In\",\"fields\":["
+    "{\"name\":\"b\",\"type\":\"bytes\"},{\"name\":\"e\",\"type\":{\"type\":\"enum\",\"name\":\"E\","
+    "\"symbols\":[\"A\",\"B\",\"C\"]}}]}},"
+    "{\"name\":\"ts\",\"type\":{\"type\":\"long\",\"logicalType\":\"timestamp-millis\"}}]}";
+#define AC_N 300
+
+static void ac_write(const char *path, const char *codec) {
+    avro_schema_t sch;
+    assert_int_equal(avro_schema_from_json_length(ac_schema, sizeof ac_schema - 1, &sch), 0);
+    unlink(path);
+    avro_file_writer_t w;
+    if (avro_file_writer_create_with_codec(path, sch, &w, codec, 1024)) fail_msg("avro-c: %s", avro_strerror());
+    avro_value_iface_t *iface = avro_generic_class_from_schema(sch);
+    avro_value_t rec, f, br, el, in;
+    avro_generic_value_new(iface, &rec);
+    for (int i = 0; i < AC_N; i++) {
+        char buf[64];
+        avro_value_reset(&rec);
+        avro_value_get_by_name(&rec, "id", &f, NULL);
+        avro_value_set_long(&f, (int64_t)i * 1000003 - 5000);
+        avro_value_get_by_name(&rec, "s", &f, NULL);
+        snprintf(buf, sizeof buf, "row-%d", i);
+        avro_value_set_string(&f, buf);
+        avro_value_get_by_name(&rec, "opt", &f, NULL);
+        if (i % 3 == 0) {
+            avro_value_set_branch(&f, 0, &br);
+            avro_value_set_null(&br);
+        } else {
+            avro_value_set_branch(&f, 1, &br);
+            avro_value_set_string(&br, buf);
+        }
+        avro_value_get_by_name(&rec, "nums", &f, NULL);
+        for (int k = 0; k < i % 5; k++) {
+            avro_value_append(&f, &el, NULL);
+            avro_value_set_int(&el, i - k);
+        }
+        avro_value_get_by_name(&rec, "m", &f, NULL);
+        if (i % 2) {
+            avro_value_add(&f, "half", &el, NULL, NULL);
+            avro_value_set_double(&el, i / 2.0);
+        }
+        avro_value_get_by_name(&rec, "in", &in, NULL);
+        avro_value_get_by_name(&in, "b", &f, NULL);
+        uint8_t b[3] = {(uint8_t)i, 0, 0xff};
+        avro_value_set_bytes(&f, b, (size_t)(i % 4 == 0 ? 0 : 3));
+        avro_value_get_by_name(&in, "e", &f, NULL);
+        avro_value_set_enum(&f, i % 3);
+        avro_value_get_by_name(&rec, "ts", &f, NULL);
+        avro_value_set_long(&f, 1700000000000LL + i);
+        if (avro_file_writer_append_value(w, &rec)) fail_msg("avro-c append: %s", avro_strerror());
+    }
+    avro_file_writer_close(w);
+    avro_value_decref(&rec);
+    avro_value_iface_decref(iface);
+    avro_schema_decref(sch);
+}
+
+/* The value avro-c was given for row i. */
+static void ac_check(const cf_value *v, int i) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "row-%d", i);
+    assert_int_equal(cf_value_struct_get(v, "id")->u.i, (int64_t)i * 1000003 - 5000);
+    assert_string_equal(cf_value_struct_get(v, "s")->u.s.ptr, buf);
+    const cf_value *o = cf_value_struct_get(v, "opt");
+    if (i % 3 == 0)
+        assert_null(o);
+    else
+        assert_string_equal(o->u.s.ptr, buf);
+    const cf_value *a = cf_value_struct_get(v, "nums");
+    assert_int_equal(a->u.arr.len, (size_t)(i % 5));
+    for (size_t k = 0; k < a->u.arr.len; k++) assert_int_equal(a->u.arr.items[k]->u.i, i - (int)k);
+    const cf_value *m = cf_value_struct_get(v, "m");
+    assert_int_equal(m->u.map.len, (size_t)(i % 2));
+    if (i % 2) assert_true(cf_value_map_get_str(m, "half")->u.f == i / 2.0);
+    const cf_value *in = cf_value_struct_get(v, "in");
+    const cf_value *b = cf_value_struct_get(in, "b");
+    assert_int_equal(b->u.s.len, (size_t)(i % 4 == 0 ? 0 : 3));
+    const uint8_t want_b[3] = {(uint8_t)i, 0, 0xff};
+    if (b->u.s.len) assert_memory_equal(b->u.s.ptr, want_b, 3);
+    static const char *const sym[] = {"A", "B", "C"};
+    assert_string_equal(cf_value_struct_get(in, "e")->u.s.ptr, sym[i % 3]);
+    assert_int_equal(cf_value_struct_get(v, "ts")->u.i, 1700000000000LL + i);
+}
+
+static void test_avro_c_writer(void **state) {
+    (void)state;
+    static const char *const ac_codecs[] = {"null", "deflate", "snappy"};
+    char path[] = "/tmp/cf_test_avroc_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    for (int k = 0; k < 3; k++) {
+        ac_write(path, ac_codecs[k]);
+        cf_extract_pos ends[AC_N];
+        size_t blocks = 0;
+        uint64_t last_start = 0;
+        /* the whole file, then resumes from every 7th record */
+        for (int from = -1; from < AC_N; from += (from < 0 ? 1 : 7)) {
+            cf_reader *r;
+            assert_int_equal(cf_reader_open_file(path, CF_COMPRESSION_NONE, &r, NULL), CF_OK);
+            cf_extractor *x;
+            uint64_t st = from < 0 ? 0 : ends[from].end, ix = from < 0 ? 0 : ends[from].index + 1,
+                     ln = from < 0 ? 0 : ends[from].end_line;
+            assert_int_equal(cf_extractor_new(CF_FORMAT_AVRO, NULL, r, st, ix, ln, &x, NULL), CF_OK);
+            int i = from + 1;
+            for (;; i++) {
+                cf_schema *s;
+                cf_value *v;
+                cf_extract_pos pos;
+                cf_err err;
+                cf_code rc = cf_extractor_next(x, &s, &v, &pos, &err);
+                if (rc == CF_ERR_EOF) break;
+                if (rc) fail_msg("avro-c %s file, row %d: %s (%s; %s)", ac_codecs[k], i, err.message, err.detail, err.where);
+                assert_int_equal(pos.index, (uint64_t)i);
+                ac_check(v, i);
+                if (from < 0) {
+                    ends[i] = pos;
+                    if (pos.start != last_start) blocks++, last_start = pos.start;
+                } else {
+                    assert_memory_equal(&pos, &ends[i], sizeof pos);
+                }
+                cf_value_destroy(v);
+                cf_schema_unref(s);
+            }
+            assert_int_equal(i, AC_N);
+            cf_extractor_destroy(x);
+        }
+        assert_true(blocks > 5); /* several blocks */
+    }
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_avro_codecs),          cmocka_unit_test(test_avro_schema),
         cmocka_unit_test(test_avro_resume),          cmocka_unit_test(test_avro_strings_and_empty),
         cmocka_unit_test(test_avro_bad_sync_and_crc), cmocka_unit_test(test_avro_bad_lengths),
         cmocka_unit_test(test_avro_not_avro),        cmocka_unit_test(test_avro_bad_resume),
+        cmocka_unit_test(test_avro_c_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
