@@ -769,6 +769,26 @@ static void test_concurrent_tasks(void **state) {
     assert_string_equal(out, "14"); /* id, f0..f11, _change_sequence_number */
 }
 
+/* Two tasks racing on the same keys (the same history at different paces). */
+static void test_race_same_keys(void **state) {
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        gen g;
+        gen_init(&g, 300 + seed, GEN_REWRITE, 60, 1, TOPIC);
+        for (int i = 0; i < 1500; i++) gen_step(&g);
+        fresh_db("race");
+        cf_sink_options o;
+        opts_for(&o);
+        o.seq_field = seed == 2 ? "version" : NULL;
+        assert_int_equal(race_run(&o, &cf_sink_target_sqlite, g.recs[0], g.n_recs[0]), 0);
+        size_t n;
+        char **rows = read_rows(TABLE, &n);
+        assert_int_equal(diff_model(&g, rows, n), 0);
+        free_rows(rows, n);
+        gen_free(&g);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_seq_bigquery_examples),
@@ -783,13 +803,14 @@ int main(void) {
         cmocka_unit_test(test_staleness),
         cmocka_unit_test(test_concurrent_schema_updates),
         cmocka_unit_test(test_concurrent_tasks),
+        cmocka_unit_test(test_race_same_keys),
         cmocka_unit_test(test_gen_small_all_shapes),
         cmocka_unit_test(test_gen_staleness),
         cmocka_unit_test(test_gen_json_unwrap),
         cmocka_unit_test(test_gen_100k),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
-    const char *tags[] = {"seed32", "gen", "evo", "nokey", "seqf", "tomb", "stale", "conc"};
+    const char *tags[] = {"seed32", "gen", "evo", "nokey", "seqf", "tomb", "stale", "conc", "race"};
     for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) fresh_db(tags[i]);
     return r;
 }
