@@ -25,7 +25,9 @@
  * files {"path": "<relative path>"}); the offset entry (source offset map) is
  *   {"recordCount": n, "position": byte, "line": l, "size": s,
  *    "mtime": ms, "done": bool}
- * (integers are stored as longs, as Kafka returns them).
+ * (integers are stored as longs, as Kafka returns them). For input.format=avro
+ * "position" is the byte offset of a block and "line" 1 + the datums of it
+ * already read (see AVRO POSITIONS in cdcflow/source_extract.h).
  */
 #ifndef CDCFLOW_SOURCE_H
 #define CDCFLOW_SOURCE_H

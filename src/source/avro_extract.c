@@ -32,6 +32,7 @@
 
 #define CF_AVRO_MAX_BLOCK (64u * 1024 * 1024) /* compressed or decompressed block */
 #define CF_AVRO_MAX_META (16u * 1024 * 1024)  /* one header metadata entry */
+#define CF_AVRO_MAX_EMPTY_DATUMS (1u << 20)    /* datums of zero bytes in one block */
 #define WIN_INIT (64 * 1024)
 #define SYNC_LEN 16
 
@@ -56,7 +57,7 @@ typedef struct cf_avro_extract {
     /* current block */
     bool in_block;
     uint64_t blk_start, blk_next; /* its first byte; the byte after its sync marker */
-    uint64_t blk_no;              /* 0-based block number since the start (or resume point) */
+    uint64_t blk_no;              /* 0-based block number since the start (or the resume point) */
     int64_t blk_count, blk_done;
     const uint8_t *data;
     size_t data_len, data_off;
@@ -118,6 +119,17 @@ static int parse_long(const uint8_t *p, size_t n, size_t *used, int64_t *v) {
         }
     }
     return 2;
+}
+
+/* "block 3", or after a resume (earlier blocks were not counted) "block 2
+ * after the resume point". Errors also give the block's byte offset, which
+ * is absolute either way. */
+static const char *blk_label(const cf_avro_extract *a, uint64_t no, char *buf, size_t n) {
+    if (a->start > 0)
+        snprintf(buf, n, "block %llu after the resume point", (unsigned long long)no);
+    else
+        snprintf(buf, n, "block %llu", (unsigned long long)no);
+    return buf;
 }
 
 /* An error that ends the object: reading stops, the next call says EOF. */
@@ -419,17 +431,18 @@ static cf_code bad_block(cf_avro_extract *a, uint64_t b, bool framing_ok, uint64
         }
         resume = here(a);
     }
+    char bl[64];
+    blk_label(a, a->blk_no, bl, sizeof bl);
     cf_err_set(err, CF_ERR_INVALID, "damaged block in Avro object \"%s\": %s", NAME(a), why);
     if (found)
-        cf_err_detail(err, "block %llu at byte %llu; its datums are skipped and reading continues with the block at "
+        cf_err_detail(err, "%s at byte %llu; its datums are skipped and reading continues with the block at "
                            "byte %llu (%llu bytes skipped)",
-                      (unsigned long long)a->blk_no, (unsigned long long)b, (unsigned long long)resume,
-                      (unsigned long long)(resume - b));
+                      bl, (unsigned long long)b, (unsigned long long)resume, (unsigned long long)(resume - b));
     else
-        cf_err_detail(err, "block %llu at byte %llu; no sync marker follows, so the rest of the object (%llu bytes) "
+        cf_err_detail(err, "%s at byte %llu; no sync marker follows, so the rest of the object (%llu bytes) "
                            "is skipped",
-                      (unsigned long long)a->blk_no, (unsigned long long)b, (unsigned long long)(resume - b));
-    cf_err_where(err, "%s: block %llu, byte %llu", NAME(a), (unsigned long long)a->blk_no, (unsigned long long)b);
+                      bl, (unsigned long long)b, (unsigned long long)(resume - b));
+    cf_err_where(err, "%s: %s, byte %llu", NAME(a), bl, (unsigned long long)b);
     cf_err_hint(err, "The file is damaged or was cut short (still being written?); rewrite it, or let "
                      "errors.tolerance=all skip the block.");
     a->blk_no++;
@@ -484,6 +497,12 @@ static cf_code read_block(cf_avro_extract *a, cf_extract_pos *pos, cf_err *err) 
         snprintf(w2, sizeof w2, "%s codec: %s", a->codec_name, why);
         return bad_block(a, b, true, b + need, w2, pos, err);
     }
+    if ((uint64_t)count > a->data_len && (uint64_t)count > CF_AVRO_MAX_EMPTY_DATUMS) {
+        /* every datum takes at least one byte unless the schema encodes to
+         * nothing (an empty record); then a tiny file could claim 2^62 records */
+        snprintf(why, sizeof why, "%lld datums cannot be in %zu bytes", (long long)count, a->data_len);
+        return bad_block(a, b, true, b + need, why, pos, err);
+    }
     a->off += need;
     a->in_block = true;
     a->blk_start = b;
@@ -519,13 +538,13 @@ static cf_code next_datum(cf_avro_extract *a, cf_value **value, cf_extract_pos *
                            NAME(a), (long long)a->blk_done + 1, (long long)a->blk_count);
             else
                 cf_err_set(err, CF_ERR_INVALID, "bad datum in Avro object \"%s\": %s", NAME(a), inner.message);
-            cf_err_detail(err, "%s; block %llu at byte %llu; the block's remaining %lld datums are skipped (their "
+            char bl[64];
+            blk_label(a, a->blk_no, bl, sizeof bl);
+            cf_err_detail(err, "%s; %s at byte %llu; the block's remaining %lld datums are skipped (their "
                                "boundaries are unknown)",
-                          where_in, (unsigned long long)a->blk_no, (unsigned long long)a->blk_start,
-                          (long long)(a->blk_count - a->blk_done - 1));
-            cf_err_where(err, "%s: block %llu, byte %llu, datum %lld%s%s", NAME(a), (unsigned long long)a->blk_no,
-                         (unsigned long long)a->blk_start, (long long)a->blk_done + 1, inner.where[0] ? ", field " : "",
-                         inner.where);
+                          where_in, bl, (unsigned long long)a->blk_start, (long long)(a->blk_count - a->blk_done - 1));
+            cf_err_where(err, "%s: %s, byte %llu, datum %lld%s%s", NAME(a), bl, (unsigned long long)a->blk_start,
+                         (long long)a->blk_done + 1, inner.where[0] ? ", field " : "", inner.where);
             cf_err_hint(err, "%s", a->data_off == a->data_len
                                        ? "The block's datum count is larger than the datums it holds; the file is damaged."
                                        : "The data does not follow the writer schema in the file header; the file is damaged.");
@@ -631,7 +650,8 @@ cf_code cf_avro_extract_next(cf_avro_extract *a, cf_schema **schema, cf_value **
                            NAME(a), a->data_len - a->data_off, (long long)a->blk_count);
                 cf_err_detail(err, "the block's %lld datums were read; the bytes after them are ignored",
                               (long long)a->blk_count);
-                cf_err_where(err, "%s: block %llu, byte %llu", NAME(a), (unsigned long long)a->blk_no - 1,
+                char bl[64];
+                cf_err_where(err, "%s: %s, byte %llu", NAME(a), blk_label(a, a->blk_no - 1, bl, sizeof bl),
                              (unsigned long long)a->blk_start);
                 cf_err_hint(err, "The block's datum count is wrong or the file is damaged.");
                 pos->index = a->index++;

@@ -524,6 +524,44 @@ static void test_avro_not_avro(void **state) {
     free(data);
 }
 
+/* A schema whose datums take no bytes (an empty record): a block may hold
+ * a few of them, but not 2^40 in a 40-byte file. */
+static void test_avro_empty_datums(void **state) {
+    (void)state;
+    static const char schema[] = "{\"type\":\"record\",\"name\":\"E\",\"fields\":[]}";
+    uint8_t f[256];
+    size_t n = 0;
+    memcpy(f, "Obj\x01\x02\x16" "avro.schema", 17);
+    n = 17;
+    f[n++] = (uint8_t)((sizeof schema - 1) * 2);
+    memcpy(f + n, schema, sizeof schema - 1);
+    n += sizeof schema - 1;
+    f[n++] = 0;
+    uint8_t sync[16];
+    for (int i = 0; i < 16; i++) sync[i] = (uint8_t)(0xa0 + i);
+    memcpy(f + n, sync, 16);
+    n += 16;
+    /* block: 3 datums, 0 bytes */
+    f[n++] = 6;
+    f[n++] = 0;
+    memcpy(f + n, sync, 16);
+    n += 16;
+    /* block: 2^40 datums, 0 bytes: zig-zag 2^41 = 7 bytes of varint */
+    uint64_t z = (uint64_t)1 << 41;
+    while (z >= 0x80) f[n++] = (uint8_t)(z | 0x80), z >>= 7;
+    f[n++] = (uint8_t)z;
+    f[n++] = 0;
+    memcpy(f + n, sync, 16);
+    n += 16;
+    run r;
+    read_all(CF_FORMAT_AVRO, (const char *)f, n, "e.avro", 0, 0, 0, &r);
+    assert_int_equal(r.n, 3);
+    assert_string_equal(r.r[0].json, "{}");
+    assert_int_equal(r.nerr, 1);
+    expect_err(&r.errs[0], "1099511627776 datums cannot be in 0 bytes", "e.avro: block 1");
+    run_free(&r);
+}
+
 static void test_avro_bad_resume(void **state) {
     (void)state;
     size_t len;
@@ -541,6 +579,24 @@ static void test_avro_bad_resume(void **state) {
     assert_int_equal(r.nerr, 1);
     expect_err(&r.errs[0], "resume position of Avro object \"r.avro\" does not exist", NULL);
     assert_int_equal(r.n, 0);
+    /* damage after a resume: the byte offset is absolute, the block number
+     * counts from the resume point (earlier blocks were not read) */
+    char *snappy = slurp("types-snappy.avro", &len);
+    blocks sb;
+    load_blocks("snappy", &sb);
+    snappy[sb.off[3] + 40] ^= 1;
+    read_all(CF_FORMAT_AVRO, snappy, len, "r.avro", sb.off[1], 7, 1, &r);
+    assert_int_equal(r.nerr, 1);
+    char where[128];
+    snprintf(where, sizeof where, "r.avro: block 2 after the resume point, byte %llu", (unsigned long long)sb.off[3]);
+    expect_err(&r.errs[0], "CRC32", where);
+    assert_int_equal(r.n, N_RECORDS - sb.count[0] - sb.count[3]);
+    assert_int_equal(r.r[0].pos.index, 7);
+    run_free(&r);
+    free(snappy);
+    len = 0;
+    free(data);
+    data = slurp("types-null.avro", &len);
     /* the end of the object: nothing more */
     read_all(CF_FORMAT_AVRO, data, len, "r.avro", len, 40, 1, &r);
     assert_int_equal(r.nerr, 0);
@@ -694,7 +750,7 @@ int main(void) {
         cmocka_unit_test(test_avro_resume),          cmocka_unit_test(test_avro_strings_and_empty),
         cmocka_unit_test(test_avro_bad_sync_and_crc), cmocka_unit_test(test_avro_bad_lengths),
         cmocka_unit_test(test_avro_not_avro),        cmocka_unit_test(test_avro_bad_resume),
-        cmocka_unit_test(test_avro_c_writer),
+        cmocka_unit_test(test_avro_c_writer),        cmocka_unit_test(test_avro_empty_datums),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
