@@ -58,18 +58,23 @@ static inline cf_cass_table *standard1_table(const char *cfid) {
 static inline char **list_logs(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return NULL;
-    char **v = calloc(64, sizeof *v);
-    size_t n = 0;
+    size_t cap = 64, n = 0;
+    char **v = calloc(cap, sizeof *v);
     struct dirent *e;
-    while ((e = readdir(d)) && n < 63) {
+    while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
         if (l > 4 && strcmp(e->d_name + l - 4, ".log") == 0) {
+            if (n + 1 == cap) { /* a shared node's cdc_raw may hold many */
+                cap *= 2;
+                v = realloc(v, cap * sizeof *v);
+            }
             v[n] = malloc(strlen(dir) + l + 2);
             sprintf(v[n], "%s/%s", dir, e->d_name);
             n++;
         }
     }
     closedir(d);
+    v[n] = NULL;
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++)
             if (strcmp(v[i], v[j]) > 0) {

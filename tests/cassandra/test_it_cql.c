@@ -1,10 +1,16 @@
 /*
  * test_it_cql.c - the CQL client against a real Cassandra 5.0 node.
  *
- * Uses the node at $CF_TEST_CASSANDRA (host:port) if set; otherwise starts
- * its own with scripts/cassandra-node (about 15 s once the jars are cached
- * in ~/.cache/cdcflow; the first run downloads them from Maven Central) and
+ * Uses the node at $CF_TEST_CASSANDRA (host:port) if set, the one
+ * `scripts/servers start` runs for the whole suite; otherwise starts its own
+ * with scripts/cassandra-node (15-70 s once the jars are cached in
+ * ~/.cache/cdcflow; the first run downloads them from Maven Central) and
  * stops it at the end. Fails (does not skip) when no node can be had.
+ *
+ * The shared node also serves the other tests and both builds of the suite
+ * (plain, then ASan): everything here lives in a keyspace of this run,
+ * itks_<random>, dropped at the end. Only when recording (CF_CQL_RECORD_DIR)
+ * is it "itks", the name test_cql_replay's frames carry.
  *
  * Oracles are Cassandra's own answers: DESCRIBE ... WITH INTERNALS (parsed by
  * the DDL parser) must give the same model as system_schema read by the
@@ -21,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -31,15 +38,51 @@
 static char host[128] = "127.0.0.1";
 static int port;
 static char node_dir[256];
+static char ks[49] = "itks"; /* this run's keyspace */
+
+/* `tmpl` with every "itks" replaced by this run's keyspace; the result lives
+ * until 8 more calls */
+static const char *K(const char *tmpl) {
+    static char bufs[8][2048];
+    static int next;
+    char *out = bufs[next++ % 8];
+    size_t o = 0;
+    for (const char *p = tmpl; *p && o + sizeof ks < sizeof bufs[0];) {
+        if (strncmp(p, "itks", 4) == 0) {
+            o += (size_t)snprintf(out + o, sizeof bufs[0] - o, "%s", ks);
+            p += 4;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static void pick_keyspace(void) {
+    if (getenv("CF_CQL_RECORD_DIR")) return; /* the recorded frames name "itks" */
+    unsigned r = (unsigned)getpid() * 2654435761u;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(&r, sizeof r, 1, f) != 1) r ^= (unsigned)time(NULL);
+        fclose(f);
+    }
+    snprintf(ks, sizeof ks, "itks_%d_%08x", (int)getpid(), r);
+}
 
 static int start_node(void **state) {
     (void)state;
+    pick_keyspace();
     const char *env = getenv("CF_TEST_CASSANDRA");
     if (env && *env) {
         const char *colon = strrchr(env, ':');
-        if (!colon) return -1;
+        if (!colon) {
+            fprintf(stderr, "test_it_cql: CF_TEST_CASSANDRA=%s is not host:port\n", env);
+            return -1;
+        }
         snprintf(host, sizeof host, "%.*s", (int)(colon - env), env);
         port = atoi(colon + 1);
+        fprintf(stderr, "test_it_cql: the shared node at %s, keyspace %s\n", env, ks);
         return 0;
     }
     port = 19300 + (int)(getpid() % 500);
@@ -57,6 +100,19 @@ static int start_node(void **state) {
 
 static int stop_node(void **state) {
     (void)state;
+    if (!node_dir[0] && strcmp(ks, "itks") != 0) {
+        /* the shared node: leave nothing behind */
+        cf_cql_options o = {.host = host, .port = port, .request_timeout_ms = 60000};
+        cf_cql_conn *c = NULL;
+        cf_err err;
+        cf_cql_result *r = NULL;
+        char cql[128];
+        snprintf(cql, sizeof cql, "DROP KEYSPACE IF EXISTS %s", ks);
+        if (cf_cql_connect(&o, &c, &err) != CF_OK || cf_cql_query(c, cql, CF_CQL_ONE, &r, &err) != CF_OK)
+            fprintf(stderr, "test_it_cql: %s: %s / %s\n", cql, err.message, err.detail);
+        cf_cql_result_free(r);
+        cf_cql_close(c);
+    }
     if (node_dir[0]) {
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "%s/../scripts/cassandra-node stop %s >&2; rm -rf %s", CF_TESTS_DIR, node_dir,
@@ -81,9 +137,11 @@ static cf_cql_conn *connect_or_fail(const char *record_name) {
     return c;
 }
 
+/* runs K(cql): write "itks" for the keyspace */
 static void exec_ok(cf_cql_conn *c, const char *cql) {
     cf_cql_result *r = NULL;
     cf_err err;
+    cql = K(cql);
     if (cf_cql_query(c, cql, CF_CQL_ONE, &r, &err) != CF_OK) fail_msg("%s: %s / %s", cql, err.message, err.detail);
     cf_cql_result_free(r);
 }
@@ -111,11 +169,11 @@ static void test_schema_matches_describe(void **state) {
     free(ver);
     cf_cql_result_free(r);
 
-    const char *const kss[] = {"itks", NULL};
+    const char *const kss[] = {ks, NULL};
     cf_cass_schema *s = cf_cass_schema_new();
     if (cf_cql_load_schema(c, kss, s, &err) != CF_OK) fail_msg("load: %s / %s / %s", err.message, err.detail, err.where);
 
-    assert_int_equal(cf_cql_query(c, "DESCRIBE KEYSPACE itks WITH INTERNALS", CF_CQL_ONE, &r, &err), CF_OK);
+    assert_int_equal(cf_cql_query(c, K("DESCRIBE KEYSPACE itks WITH INTERNALS"), CF_CQL_ONE, &r, &err), CF_OK);
     size_t col = SIZE_MAX;
     for (size_t i = 0; i < r->n_columns; i++)
         if (strcmp(r->column_names[i], "create_statement") == 0) col = i;
@@ -132,8 +190,8 @@ static void test_schema_matches_describe(void **state) {
         fail_msg("describe: %s / %s / %s", err.message, err.detail, err.where);
     cf_buf_free(&ddl);
 
-    const cf_cass_table *ts = cf_cass_schema_table_by_name(s, "itks", "t");
-    const cf_cass_table *td = cf_cass_schema_table_by_name(d, "itks", "t");
+    const cf_cass_table *ts = cf_cass_schema_table_by_name(s, ks, "t");
+    const cf_cass_table *td = cf_cass_schema_table_by_name(d, ks, "t");
     assert_non_null(ts);
     assert_non_null(td);
     assert_memory_equal(ts->id, td->id, 16);
@@ -161,7 +219,7 @@ static void test_tokens_and_paging(void **state) {
     (void)state;
     cf_cql_conn *c = connect_or_fail(NULL);
     for (size_t i = 0; schema_ddl[i]; i++) exec_ok(c, schema_ddl[i]);
-    exec_ok(c, "TRUNCATE itks.k"); /* a reused node (CF_TEST_CASSANDRA) may hold rows */
+    exec_ok(c, "TRUNCATE itks.k"); /* when recording, "itks" of an earlier run may hold rows */
     char q[256];
     for (int i = 0; i < 350; i++) {
         snprintf(q, sizeof q, "INSERT INTO itks.k (k, n) VALUES ('key-%d-\xc3\xa9', %d)", i, i);
@@ -169,7 +227,7 @@ static void test_tokens_and_paging(void **state) {
     }
     cf_cql_result *r = NULL;
     cf_err err;
-    assert_int_equal(cf_cql_query(c, "SELECT k, n, token(k) FROM itks.k", CF_CQL_ONE, &r, &err), CF_OK);
+    assert_int_equal(cf_cql_query(c, K("SELECT k, n, token(k) FROM itks.k"), CF_CQL_ONE, &r, &err), CF_OK);
     assert_int_equal(r->n_rows, 350); /* four pages of 100 */
     assert_true(r->n_pages >= 4);
     assert_int_equal(r->column_type_ids[2], 0x0002); /* bigint */
@@ -182,7 +240,7 @@ static void test_tokens_and_paging(void **state) {
     }
     cf_cql_result_free(r);
     /* a server error is a clear cf_err */
-    assert_int_equal(cf_cql_query(c, "SELECT nope FROM itks.k", CF_CQL_ONE, &r, &err), CF_ERR_TARGET);
+    assert_int_equal(cf_cql_query(c, K("SELECT nope FROM itks.k"), CF_CQL_ONE, &r, &err), CF_ERR_TARGET);
     assert_non_null(strstr(err.detail, "nope"));
     assert_null(r);
     /* the connection is still usable */
@@ -194,29 +252,31 @@ static void test_schema_events(void **state) {
     (void)state;
     cf_cql_conn *w = connect_or_fail(NULL), *c = connect_or_fail("events");
     for (size_t i = 0; schema_ddl[i]; i++) exec_ok(w, schema_ddl[i]);
-    const char *const kss[] = {"itks", NULL};
+    const char *const kss[] = {ks, NULL};
     cf_cass_schema *s = cf_cass_schema_new();
     cf_err err;
     assert_int_equal(cf_cql_load_schema(c, kss, s, &err), CF_OK);
     assert_int_equal(cf_cql_register_schema_events(c, &err), CF_OK);
     cf_cql_event ev;
-    assert_int_equal(cf_cql_next_event(c, 200, &ev, &err), CF_ERR_AGAIN);
+    /* nothing about our keyspace yet (tests sharing the node may change theirs) */
+    cf_code rc0;
+    while ((rc0 = cf_cql_next_event(c, 200, &ev, &err)) == CF_OK) assert_string_not_equal(ev.keyspace, ks);
+    assert_int_equal(rc0, CF_ERR_AGAIN);
     exec_ok(w, "ALTER TABLE itks.k ADD added_col text");
     bool seen = false;
     for (int i = 0; i < 20 && !seen; i++) {
         cf_code rc = cf_cql_next_event(c, 1000, &ev, &err);
         if (rc == CF_ERR_AGAIN) continue;
         assert_int_equal(rc, CF_OK);
-        if (strcmp(ev.target, "TABLE") == 0 && strcmp(ev.name, "k") == 0) {
+        if (strcmp(ev.target, "TABLE") == 0 && strcmp(ev.name, "k") == 0 && strcmp(ev.keyspace, ks) == 0) {
             assert_string_equal(ev.change, "UPDATED");
-            assert_string_equal(ev.keyspace, "itks");
             seen = true;
         }
     }
     assert_true(seen);
     /* refresh: the table id keeps its old definition as history */
     assert_int_equal(cf_cql_load_schema(c, kss, s, &err), CF_OK);
-    const cf_cass_table *t = cf_cass_schema_table_by_name(s, "itks", "k");
+    const cf_cass_table *t = cf_cass_schema_table_by_name(s, ks, "k");
     assert_non_null(cf_cass_table_column(t, "added_col"));
     cf_cass_table *const *vs;
     assert_int_equal(cf_cass_schema_table_versions(s, t->id, &vs), 2);
@@ -252,11 +312,11 @@ static void test_v4_and_v5(void **state) {
         cf_err err;
         if (cf_cql_connect(&o, &c, &err) != CF_OK) fail_msg("v%d: %s / %s", v, err.message, err.detail);
         assert_int_equal(cf_cql_protocol_version(c), v);
-        const char *const kss[] = {"itks", NULL};
+        const char *const kss[] = {ks, NULL};
         assert_int_equal(cf_cql_fetch_schema_json(c, kss, &json[v - 4], &err), CF_OK);
         cf_cql_result *r = NULL;
         /* ~200 KiB in one page: more than one v5 segment */
-        assert_int_equal(cf_cql_query(c, "SELECT k, n FROM itks.big", CF_CQL_ONE, &r, &err), CF_OK);
+        assert_int_equal(cf_cql_query(c, K("SELECT k, n FROM itks.big"), CF_CQL_ONE, &r, &err), CF_OK);
         assert_int_equal(r->n_pages, 1);
         rows[v - 4] = r->n_rows;
         cf_cql_result_free(r);
@@ -273,7 +333,7 @@ static void test_v4_and_v5(void **state) {
         size_t big_n = 400 * 1024; /* < max mutation size (half of the 1 MiB segment), > 3 segments */
         exec_ok(c, "CREATE TABLE IF NOT EXISTS itks.huge (k int PRIMARY KEY, v text)");
         char *q = malloc(big_n + 128);
-        int off = snprintf(q, 128, "INSERT INTO itks.huge (k, v) VALUES (1, 'huge-");
+        int off = snprintf(q, 128, "INSERT INTO %s.huge (k, v) VALUES (1, 'huge-", ks);
         memset(q + off, 'h', big_n);
         snprintf(q + off + big_n, 64, "')");
         cf_cql_result *ir = NULL;
@@ -281,7 +341,7 @@ static void test_v4_and_v5(void **state) {
         cf_cql_result_free(ir);
         free(q);
         cf_cql_result *r = NULL;
-        assert_int_equal(cf_cql_query(c, "SELECT v FROM itks.huge WHERE k = 1", CF_CQL_ONE, &r, &err), CF_OK);
+        assert_int_equal(cf_cql_query(c, K("SELECT v FROM itks.huge WHERE k = 1"), CF_CQL_ONE, &r, &err), CF_OK);
         assert_int_equal(r->n_rows, 1);
         const cf_cql_value *v = cf_cql_result_value(r, 0, 0);
         assert_int_equal(v->len, (int32_t)(big_n + 5));
