@@ -28,6 +28,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <avro.h>
 
 #include "cdcflow/buf.h"
@@ -604,6 +605,58 @@ static void test_avro_bad_resume(void **state) {
     free(data);
 }
 
+/* A whole .avro file gzipped (file.compression.type=gzip): the container
+ * positions are in decompressed bytes, and a resume skips by decompressing. */
+static void test_avro_gzipped_object(void **state) {
+    (void)state;
+    size_t len;
+    char *data = slurp("types-deflate.avro", &len);
+    z_stream z = {0};
+    assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    size_t cap = deflateBound(&z, len);
+    char *gz = malloc(cap);
+    z.next_in = (Bytef *)data;
+    z.avail_in = (uInt)len;
+    z.next_out = (Bytef *)gz;
+    z.avail_out = (uInt)cap;
+    assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+    size_t gzlen = z.total_out;
+    deflateEnd(&z);
+    run plain;
+    read_all(CF_FORMAT_AVRO, data, len, "p.avro", 0, 0, 0, &plain);
+    for (int resume = 0; resume < 2; resume++) {
+        cf_reader *r;
+        assert_int_equal(cf_reader_open_mem(gz, gzlen, "g.avro.gz", CF_COMPRESSION_GZIP, &r, NULL), CF_OK);
+        cf_extractor *x;
+        const cf_extract_pos *p = &plain.r[17].pos;
+        assert_int_equal(cf_extractor_new(CF_FORMAT_AVRO, NULL, r, resume ? p->end : 0, resume ? 18 : 0,
+                                          resume ? p->end_line : 0, &x, NULL),
+                         CF_OK);
+        cf_converter *c = json_conv();
+        size_t i = resume ? 18 : 0;
+        for (;; i++) {
+            cf_schema *s;
+            cf_value *v;
+            cf_extract_pos pos;
+            cf_code rc = cf_extractor_next(x, &s, &v, &pos, NULL);
+            if (rc == CF_ERR_EOF) break;
+            assert_int_equal(rc, CF_OK);
+            char *j = to_json(c, s, v);
+            assert_string_equal(j, plain.r[i].json);
+            assert_memory_equal(&pos, &plain.r[i].pos, sizeof pos);
+            free(j);
+            cf_value_destroy(v);
+            cf_schema_unref(s);
+        }
+        assert_int_equal(i, N_RECORDS);
+        cf_converter_destroy(c);
+        cf_extractor_destroy(x);
+    }
+    run_free(&plain);
+    free(gz);
+    free(data);
+}
+
 /* ---------------- avro-c's writer ---------------- */
 
 static const char ac_schema[] =
@@ -751,6 +804,7 @@ int main(void) {
         cmocka_unit_test(test_avro_bad_sync_and_crc), cmocka_unit_test(test_avro_bad_lengths),
         cmocka_unit_test(test_avro_not_avro),        cmocka_unit_test(test_avro_bad_resume),
         cmocka_unit_test(test_avro_c_writer),        cmocka_unit_test(test_avro_empty_datums),
+        cmocka_unit_test(test_avro_gzipped_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
