@@ -43,76 +43,9 @@
 
 #include "cdcflow/buf.h"
 #include "cdcflow/config.h"
+#include "cdcflow/text.h"
 
 /* ---------------- .properties ---------------- */
-
-static bool valid_utf8(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t len;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2, cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (i + len > n) return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
-static void put_utf8(cf_buf *b, uint32_t cp) {
-    if (cp < 0x80) {
-        cf_buf_append_byte(b, (uint8_t)cp);
-    } else if (cp < 0x800) {
-        cf_buf_append_byte(b, (uint8_t)(0xC0 | (cp >> 6)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        cf_buf_append_byte(b, (uint8_t)(0xE0 | (cp >> 12)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-    } else {
-        cf_buf_append_byte(b, (uint8_t)(0xF0 | (cp >> 18)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 12) & 0x3F)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-    }
-}
-
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static bool read_u4(const char *s, size_t n, size_t i, uint32_t *out) {
-    if (i + 4 > n) return false;
-    uint32_t v = 0;
-    for (size_t k = 0; k < 4; k++) {
-        int h = hexval(s[i + k]);
-        if (h < 0) return false;
-        v = (v << 4) | (uint32_t)h;
-    }
-    *out = v;
-    return true;
-}
 
 /* loadConvert: unescape s[0..n) into out. Returns false with err set. */
 static bool load_convert(const char *s, size_t n, cf_buf *out, int line, cf_err *err) {
@@ -127,8 +60,10 @@ static bool load_convert(const char *s, size_t n, cf_buf *out, int line, cf_err 
         if (i >= n) break; /* lone backslash at the end of the input: dropped */
         c = s[i++];
         if (c == 'u') {
-            uint32_t cp;
-            if (!read_u4(s, n, i, &cp)) {
+            uint32_t cp = 0;
+            size_t end;
+            cf_uescape st = cf_unicode_escape(s, n, i, &cp, &end);
+            if (st == CF_UESC_BAD_HEX) {
                 cf_err_set(err, CF_ERR_CONFIG, "malformed \\uxxxx encoding");
                 cf_err_detail(err, "\\u must be followed by exactly four hex digits: \"\\u%.*s\"",
                               (int)(n - i < 4 ? n - i : 4), s + i);
@@ -136,26 +71,14 @@ static bool load_convert(const char *s, size_t n, cf_buf *out, int line, cf_err 
                 cf_err_where(err, "line %d", line);
                 return false;
             }
-            i += 4;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                uint32_t lo;
-                if (i + 6 <= n && s[i] == '\\' && s[i + 1] == 'u' && read_u4(s, n, i + 2, &lo) && lo >= 0xDC00 &&
-                    lo <= 0xDFFF) {
-                    i += 6;
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                } else {
-                    cp = 0xFFFFFFFF;
-                }
-            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                cp = 0xFFFFFFFF;
-            }
-            if (cp == 0xFFFFFFFF) {
+            if (st != CF_UESC_OK) {
                 cf_err_set(err, CF_ERR_CONFIG, "lone UTF-16 surrogate in a \\u escape");
                 cf_err_detail(err, "a \\uD800-\\uDFFF escape must be a high surrogate followed by a low one");
                 cf_err_hint(err, "write the character itself (UTF-8) or a correct surrogate pair");
                 cf_err_where(err, "line %d", line);
                 return false;
             }
+            i = end;
             if (cp == 0) {
                 cf_err_set(err, CF_ERR_CONFIG, "NUL character (\\u0000) in a configuration file");
                 cf_err_detail(err, "configuration keys and values cannot contain NUL");
@@ -163,7 +86,7 @@ static bool load_convert(const char *s, size_t n, cf_buf *out, int line, cf_err 
                 cf_err_where(err, "line %d", line);
                 return false;
             }
-            put_utf8(out, cp);
+            cf_buf_append_utf8(out, cp);
         } else if (c == 't') {
             cf_buf_append_byte(out, '\t');
         } else if (c == 'n') {
@@ -186,9 +109,9 @@ static cf_code props_parse(const char *text, size_t len, cf_props **out, cf_prop
     *out = NULL;
     /* decode to UTF-8 once (see the top comment) */
     char *conv = NULL;
-    if (!valid_utf8((const unsigned char *)text, len)) {
+    if (!cf_utf8_valid(text, len)) {
         cf_buf b = CF_BUF_INIT;
-        for (size_t i = 0; i < len; i++) put_utf8(&b, (unsigned char)text[i]);
+        for (size_t i = 0; i < len; i++) cf_buf_append_utf8(&b, (unsigned char)text[i]);
         conv = cf_buf_detach(&b, &len);
         text = conv;
     }
