@@ -21,67 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cdcflow/text.h"
+
 /* ---------------- shared helpers ---------------- */
-
-static bool utf8_valid(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp;
-        if ((c & 0xE0) == 0xC0)
-            len = 2, cp = c & 0x1F;
-        else if ((c & 0xF0) == 0xE0)
-            len = 3, cp = c & 0x0F;
-        else if ((c & 0xF8) == 0xF0)
-            len = 4, cp = c & 0x07;
-        else
-            return false;
-        if (i + len > n) return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
-static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static void b64_encode(cf_buf *out, const unsigned char *s, size_t n) {
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
-        char q[4] = {b64chars[v >> 18], b64chars[(v >> 12) & 63], b64chars[(v >> 6) & 63], b64chars[v & 63]};
-        cf_buf_append(out, q, 4);
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        char q[4] = {b64chars[v >> 18], b64chars[(v >> 12) & 63], '=', '='};
-        cf_buf_append(out, q, 4);
-    } else if (n - i == 2) {
-        uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
-        char q[4] = {b64chars[v >> 18], b64chars[(v >> 12) & 63], b64chars[(v >> 6) & 63], '='};
-        cf_buf_append(out, q, 4);
-    }
-}
-
-static int b64_val(unsigned char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
 
 /* Strict RFC 4648 base64 with padding. */
 static bool b64_decode(const char *s, size_t n, cf_buf *out) {
@@ -96,7 +38,7 @@ static bool b64_decode(const char *s, size_t n, cf_buf *out) {
                 pad++;
             } else {
                 if (pad) return false;
-                v[k] = b64_val((unsigned char)s[i + k]);
+                v[k] = cf_base64_digit((unsigned char)s[i + k]);
                 if (v[k] < 0) return false;
             }
         }
@@ -111,48 +53,18 @@ static bool b64_decode(const char *s, size_t n, cf_buf *out) {
 
 /* ---------------- writer: format ---------------- */
 
-/* yajl_string_encode with escape_solidus off (kcat's setting). */
-static void json_str(cf_buf *b, const char *s, size_t n) {
-    static const char hex[] = "0123456789ABCDEF";
-    cf_buf_reserve(b, n + 2);
-    cf_buf_append_byte(b, '"');
-    size_t beg = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char u[7];
-        switch (c) {
-        case '\r': esc = "\\r"; break;
-        case '\n': esc = "\\n"; break;
-        case '\\': esc = "\\\\"; break;
-        case '"': esc = "\\\""; break;
-        case '\f': esc = "\\f"; break;
-        case '\b': esc = "\\b"; break;
-        case '\t': esc = "\\t"; break;
-        default:
-            if (c < 0x20) {
-                u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4], u[5] = hex[c & 15], u[6] = 0;
-                esc = u;
-            }
-        }
-        if (esc) {
-            cf_buf_append(b, s + beg, i - beg);
-            cf_buf_append_str(b, esc);
-            beg = i + 1;
-        }
-    }
-    cf_buf_append(b, s + beg, n - beg);
-    cf_buf_append_byte(b, '"');
-}
+/* yajl_string_encode with escape_solidus off (kcat's setting): the shared
+ * JSON escape table, bytes copied raw. */
+static void json_str(cf_buf *b, const char *s, size_t n) { cf_json_write_string(b, s, n, CF_JSON_RAW_BYTES); }
 
 /* A string field: UTF-8 as is, else base64. Returns true if base64 was used. */
 static bool bytes_field(cf_buf *b, const char *s, size_t n) {
-    if (utf8_valid((const unsigned char *)s, n)) {
+    if (cf_utf8_valid(s, n)) {
         json_str(b, s, n);
         return false;
     }
     cf_buf_append_byte(b, '"');
-    b64_encode(b, (const unsigned char *)s, n);
+    cf_base64_encode(b, (const uint8_t *)s, n);
     cf_buf_append_byte(b, '"');
     return true;
 }
@@ -232,42 +144,6 @@ static void skip_ws(parser *p) {
         p->i++;
 }
 
-static int hexv(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static bool u4(parser *p, size_t at, uint32_t *v) {
-    if (at + 4 > p->n) return false;
-    *v = 0;
-    for (int k = 0; k < 4; k++) {
-        int h = hexv(p->s[at + k]);
-        if (h < 0) return false;
-        *v = (*v << 4) | (uint32_t)h;
-    }
-    return true;
-}
-
-static void put_utf8(cf_buf *b, uint32_t cp) {
-    if (cp < 0x80) {
-        cf_buf_append_byte(b, (uint8_t)cp);
-    } else if (cp < 0x800) {
-        cf_buf_append_byte(b, (uint8_t)(0xC0 | (cp >> 6)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        cf_buf_append_byte(b, (uint8_t)(0xE0 | (cp >> 12)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-    } else {
-        cf_buf_append_byte(b, (uint8_t)(0xF0 | (cp >> 18)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 12) & 0x3F)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | ((cp >> 6) & 0x3F)));
-        cf_buf_append_byte(b, (uint8_t)(0x80 | (cp & 0x3F)));
-    }
-}
-
 /* A JSON string at p->i into out (bytes; raw non-UTF-8 bytes kept). */
 static cf_code parse_string(parser *p, cf_buf *out) {
     cf_buf_reset(out);
@@ -299,22 +175,17 @@ static cf_code parse_string(parser *p, cf_buf *out) {
         case 'r': cf_buf_append_byte(out, '\r'); break;
         case 't': cf_buf_append_byte(out, '\t'); break;
         case 'u': {
-            uint32_t cp;
-            if (!u4(p, p->i, &cp)) return perr(p, esc_at, "\\u must be followed by four hex digits%s", NULL);
-            p->i += 4;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                uint32_t lo;
-                if (p->i + 6 <= p->n && p->s[p->i] == '\\' && p->s[p->i + 1] == 'u' && u4(p, p->i + 2, &lo) &&
-                    lo >= 0xDC00 && lo <= 0xDFFF) {
-                    p->i += 6;
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                } else {
-                    return perr(p, esc_at, "high surrogate \\u escape without a low surrogate after it%s", NULL);
-                }
-            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                return perr(p, esc_at, "lone low surrogate \\u escape%s", NULL);
+            uint32_t cp = 0;
+            size_t end;
+            switch (cf_unicode_escape(p->s, p->n, p->i, &cp, &end)) {
+            case CF_UESC_OK: break;
+            case CF_UESC_BAD_HEX: return perr(p, esc_at, "\\u must be followed by four hex digits%s", NULL);
+            case CF_UESC_NO_LOW:
+                return perr(p, esc_at, "high surrogate \\u escape without a low surrogate after it%s", NULL);
+            case CF_UESC_LONE_LOW: return perr(p, esc_at, "lone low surrogate \\u escape%s", NULL);
             }
-            put_utf8(out, cp);
+            p->i = end;
+            cf_buf_append_utf8(out, cp);
             break;
         }
         default: {
