@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cdcflow/text.h"
+
 /* ---------------------------------------------------------------- reader */
 
 typedef struct parser {
@@ -68,44 +70,6 @@ static jnode *new_node(parser *ps, jn_type t, size_t start) {
     return n;
 }
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static size_t put_utf8(char *o, uint32_t cp) {
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xc0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3f)); return 2; }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xe0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[2] = (char)(0x80 | (cp & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[3] = (char)(0x80 | (cp & 0x3f));
-    return 4;
-}
-
-/* Length of a valid UTF-8 sequence starting at p (0 if invalid). */
-static size_t utf8_seq(const unsigned char *p, const unsigned char *end) {
-    unsigned c = p[0];
-    size_t n;
-    uint32_t cp, min;
-    if (c < 0x80) return 1;
-    if ((c & 0xe0) == 0xc0) n = 2, cp = c & 0x1f, min = 0x80;
-    else if ((c & 0xf0) == 0xe0) n = 3, cp = c & 0x0f, min = 0x800;
-    else if ((c & 0xf8) == 0xf0) n = 4, cp = c & 0x07, min = 0x10000;
-    else return 0;
-    if ((size_t)(end - p) < n) return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return n;
-}
-
 /* Parse a string starting at the opening quote. */
 static cf_code parse_string(parser *ps, const char **out, size_t *out_len) {
     const char *s = ++ps->p; /* after the quote */
@@ -118,7 +82,7 @@ static cf_code parse_string(parser *ps, const char **out, size_t *out_len) {
         if (c == '\\') { esc = true; q += 2; continue; }
         if (c < 0x20) return perr(ps, q, "unescaped control character 0x%02x in a string", "control character in string");
         if (c >= 0x80) {
-            size_t n = utf8_seq((const unsigned char *)q, (const unsigned char *)ps->end);
+            size_t n = cf_utf8_seq_len((const unsigned char *)q, (size_t)(ps->end - q));
             if (!n) return perr(ps, q, "invalid UTF-8 byte '%c'", "invalid UTF-8 in a string");
             q += n;
             continue;
@@ -166,29 +130,22 @@ static cf_code parse_string(parser *ps, const char **out, size_t *out_len) {
         case 'r': o[k++] = '\r'; r++; break;
         case 't': o[k++] = '\t'; r++; break;
         case 'u': {
+            /* r is at the 'u'; the string's closing quote q bounds the escape */
             uint32_t cp = 0;
-            for (int i = 1; i <= 4; i++) {
-                int h = (r + i < q) ? hexval(r[i]) : -1;
-                if (h < 0) return perr(ps, r + i < ps->end ? r + i : ps->end, "'%c' is not a hex digit", "invalid \\u escape");
-                cp = (cp << 4) | (uint32_t)h;
+            size_t end;
+            switch (cf_unicode_escape(r + 1, (size_t)(q - r - 1), 0, &cp, &end)) {
+            case CF_UESC_OK: break;
+            case CF_UESC_BAD_HEX: {
+                const char *bad = r + 1 + end;
+                return perr(ps, bad < ps->end ? bad : ps->end, "'%c' is not a hex digit", "invalid \\u escape");
             }
-            r += 5;
-            if (cp >= 0xd800 && cp <= 0xdbff) {
-                uint32_t lo = 0;
-                bool ok = r + 6 <= q && r[0] == '\\' && r[1] == 'u';
-                for (int i = 2; ok && i < 6; i++) {
-                    int h = hexval(r[i]);
-                    if (h < 0) ok = false;
-                    else lo = (lo << 4) | (uint32_t)h;
-                }
-                if (!ok || lo < 0xdc00 || lo > 0xdfff)
-                    return perr(ps, r, "'%c' does not start a low surrogate", "unpaired UTF-16 surrogate in \\u escape");
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                r += 6;
-            } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-                return perr(ps, r - 6, "'%c' starts a lone low surrogate", "unpaired UTF-16 surrogate in \\u escape");
+            case CF_UESC_NO_LOW:
+                return perr(ps, r + 5, "'%c' does not start a low surrogate", "unpaired UTF-16 surrogate in \\u escape");
+            case CF_UESC_LONE_LOW:
+                return perr(ps, r - 1, "'%c' starts a lone low surrogate", "unpaired UTF-16 surrogate in \\u escape");
             }
-            k += put_utf8(o + k, cp); /* never longer than the 6+ escape bytes */
+            r += 1 + end;
+            k += cf_utf8_encode(cp, o + k); /* never longer than the 6+ escape bytes */
             break;
         }
         default: return perr(ps, r, "'%c' cannot follow a backslash", "invalid escape in a string");
@@ -458,42 +415,7 @@ const char *json_type_name(const jnode *n) {
 /* ---------------------------------------------------------------- writer */
 
 void json_write_string(cf_buf *b, const char *s, size_t len) {
-    static const char hex[] = "0123456789ABCDEF";
-    cf_buf_reserve(b, len + 2);
-    cf_buf_append_byte(b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x80) { /* valid UTF-8 passes; invalid bytes become U+FFFD, as Java's decoder does */
-            size_t n = utf8_seq((const unsigned char *)s + i, (const unsigned char *)s + len);
-            if (n) {
-                i += n - 1;
-                continue;
-            }
-            cf_buf_append(b, s + run, i - run);
-            cf_buf_append(b, "\xEF\xBF\xBD", 3);
-            run = i + 1;
-            continue;
-        }
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
-        cf_buf_append(b, s + run, i - run);
-        run = i + 1;
-        char e[7] = {'\\', 0};
-        switch (c) {
-        case '"': e[1] = '"'; cf_buf_append(b, e, 2); break;
-        case '\\': e[1] = '\\'; cf_buf_append(b, e, 2); break;
-        case '\b': e[1] = 'b'; cf_buf_append(b, e, 2); break;
-        case '\t': e[1] = 't'; cf_buf_append(b, e, 2); break;
-        case '\n': e[1] = 'n'; cf_buf_append(b, e, 2); break;
-        case '\f': e[1] = 'f'; cf_buf_append(b, e, 2); break;
-        case '\r': e[1] = 'r'; cf_buf_append(b, e, 2); break;
-        default:
-            e[1] = 'u'; e[2] = '0'; e[3] = '0'; e[4] = hex[c >> 4]; e[5] = hex[c & 15];
-            cf_buf_append(b, e, 6);
-        }
-    }
-    cf_buf_append(b, s + run, len - run);
-    cf_buf_append_byte(b, '"');
+    cf_json_write_string(b, s, len, CF_JSON_REPLACE_BYTES);
 }
 
 /* Java's (JDK 19+) Double.toString / Float.toString layout of the shortest
@@ -609,35 +531,7 @@ void json_write_bigdecimal(cf_buf *b, const char *unscaled, int32_t scale) {
     if (adjusted != 0) cf_buf_printf(b, "E%s%ld", adjusted > 0 ? "+" : "", adjusted);
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-void json_write_base64(cf_buf *b, const uint8_t *p, size_t n) {
-    cf_buf_reserve(b, (n + 2) / 3 * 4);
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        char o[4] = {b64[v >> 18], b64[(v >> 12) & 63], b64[(v >> 6) & 63], b64[v & 63]};
-        cf_buf_append(b, o, 4);
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        char o[4] = {b64[v >> 18], b64[(v >> 12) & 63], '=', '='};
-        cf_buf_append(b, o, 4);
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
-        char o[4] = {b64[v >> 18], b64[(v >> 12) & 63], b64[(v >> 6) & 63], '='};
-        cf_buf_append(b, o, 4);
-    }
-}
-
-static int b64val(unsigned char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
+void json_write_base64(cf_buf *b, const uint8_t *p, size_t n) { cf_base64_encode(b, p, n); }
 
 bool json_base64_decode(const char *s, size_t n, uint8_t **out, size_t *out_len) {
     while (n > 0 && s[n - 1] == '=') n--; /* padding is optional */
@@ -647,7 +541,7 @@ bool json_base64_decode(const char *s, size_t n, uint8_t **out, size_t *out_len)
     uint32_t acc = 0;
     int bits = 0;
     for (size_t i = 0; i < n; i++) {
-        int v = b64val((unsigned char)s[i]);
+        int v = cf_base64_digit((unsigned char)s[i]);
         if (v < 0) {
             free(o);
             return false;
