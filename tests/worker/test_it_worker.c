@@ -30,37 +30,10 @@
 #include "cdcflow/log.h"
 #include "cdcflow/worker.h"
 #include "plugins.h"
+#include "helpers.h"
 
 static const char *kafka;
 static char prefix[64];
-
-typedef struct runner {
-    cf_worker *w;
-    cf_code rc;
-    cf_err err;
-    pthread_t th;
-} runner;
-
-static void *run_thread(void *arg) {
-    runner *r = arg;
-    r->rc = cf_worker_run(r->w, false, &r->err);
-    return NULL;
-}
-
-static size_t durable_count(void) {
-    pthread_mutex_lock(&seen.mu);
-    size_t n = seen.ndurable;
-    pthread_mutex_unlock(&seen.mu);
-    return n;
-}
-
-static bool wait_durable(size_t n, int seconds) {
-    for (int i = 0; i < seconds * 10; i++) {
-        if (durable_count() >= n) return true;
-        usleep(100 * 1000);
-    }
-    return false;
-}
 
 static cf_worker *start_worker(const char *offsets_topic) {
     cf_props *wp = cf_props_new();
@@ -76,25 +49,8 @@ static cf_worker *start_worker(const char *offsets_topic) {
     assert_int_equal(cf_worker_new(wp, &o, &w, &err), CF_OK);
     cf_props_destroy(wp);
     cf_code rc = cf_worker_start(w, &err);
-    if (rc) {
-        char buf[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
-    }
-    assert_int_equal(rc, CF_OK);
+    assert_cf_ok(rc, &err);
     return w;
-}
-
-static void add(cf_worker *w, const char *const *kv) {
-    cf_props *p = cf_props_new();
-    for (; *kv; kv += 2) cf_props_set(p, kv[0], kv[1]);
-    cf_err err;
-    cf_code rc = cf_worker_add_connector(w, NULL, p, &err);
-    if (rc) {
-        char buf[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
-    }
-    assert_int_equal(rc, CF_OK);
-    cf_props_destroy(p);
 }
 
 /* every v0..v(n-1) exactly once */
@@ -158,9 +114,9 @@ static void it_source_kafka_sink_offsets_read_by_connect(void **state) {
     snprintf(otopic, sizeof otopic, "%s-offsets", prefix);
     snprintf(conn, sizeof conn, "%s-source", prefix);
     cf_worker *w = start_worker(otopic);
-    add(w, (const char *const[]){"name", "it-sink", "connector.class", "test-sink", "topics", topic, NULL});
-    add(w, (const char *const[]){"name", conn, "connector.class", "test-source", "test.count", "2000", "test.topic",
-                                 topic, NULL});
+    add_kv(w, (const char *const[]){"name", "it-sink", "connector.class", "test-sink", "topics", topic, NULL});
+    add_kv(w, (const char *const[]){"name", conn, "connector.class", "test-source", "test.count", "2000", "test.topic",
+                                    topic, NULL});
     runner r = {.w = w};
     pthread_create(&r.th, NULL, run_thread, &r);
     assert_true(wait_durable(2000, 120));
@@ -231,15 +187,15 @@ static void it_two_workers_rebalance(void **state) {
     cf_worker *src = start_worker(otopic);
     char count[32];
     snprintf(count, sizeof count, "%zu", N);
-    add(src, (const char *const[]){"name", "feeder", "connector.class", "test-source", "test.count", count,
-                                   "test.topic", topic, NULL});
+    add_kv(src, (const char *const[]){"name", "feeder", "connector.class", "test-source", "test.count", count,
+                                      "test.topic", topic, NULL});
     assert_int_equal(cf_worker_run(src, true, NULL), CF_OK); /* bounded: returns when acknowledged */
     cf_worker_destroy(src);
 
     const char *const sink_cfg[] = {"name", conn, "connector.class", "test-sink", "topics", topic,
                                     "test.put.delay.ms", "150", NULL};
     cf_worker *a = start_worker(otopic);
-    add(a, sink_cfg);
+    add_kv(a, sink_cfg);
     runner ra = {.w = a};
     pthread_create(&ra.th, NULL, run_thread, &ra);
     /* worker A has the whole group and did part of the work: B joins now,
@@ -247,7 +203,7 @@ static void it_two_workers_rebalance(void **state) {
     assert_true(wait_durable(3000, 120));
     assert_true(durable_count() < N);
     cf_worker *b = start_worker(otopic);
-    add(b, sink_cfg);
+    add_kv(b, sink_cfg);
     runner rb = {.w = b};
     pthread_create(&rb.th, NULL, run_thread, &rb);
     assert_true(wait_durable(N, 240));
@@ -277,9 +233,9 @@ static void it_broker_restart_no_loss(void **state) {
     snprintf(topic, sizeof topic, "%s-restart", prefix);
     snprintf(otopic, sizeof otopic, "%s-offsets3", prefix);
     cf_worker *w = start_worker(otopic);
-    add(w, (const char *const[]){"name", "restart-sink", "connector.class", "test-sink", "topics", topic, NULL});
-    add(w, (const char *const[]){"name", "restart-source", "connector.class", "test-source", "test.count", "6000",
-                                 "test.topic", topic, "test.poll.delay.ms", "25", NULL});
+    add_kv(w, (const char *const[]){"name", "restart-sink", "connector.class", "test-sink", "topics", topic, NULL});
+    add_kv(w, (const char *const[]){"name", "restart-source", "connector.class", "test-source", "test.count", "6000",
+                                    "test.topic", topic, "test.poll.delay.ms", "25", NULL});
     runner r = {.w = w};
     pthread_create(&r.th, NULL, run_thread, &r);
     assert_true(wait_durable(300, 120));

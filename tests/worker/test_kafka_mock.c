@@ -28,52 +28,18 @@
 #include "cdcflow/worker.h"
 #include "../../src/worker/worker_internal.h"
 #include "plugins.h"
-
-static char tmpdir[256];
+#include "helpers.h"
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/cf_test_kmock_XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-    seen_reset();
+    tmpdir_make("kmock");
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    assert_int_equal(system(cmd), 0);
-    seen_reset();
+    tmpdir_remove();
     return 0;
-}
-
-typedef struct runner {
-    cf_worker *w;
-    cf_code rc;
-    cf_err err;
-    pthread_t th;
-} runner;
-
-static void *run_thread(void *arg) {
-    runner *r = arg;
-    r->rc = cf_worker_run(r->w, false, &r->err);
-    return NULL;
-}
-
-static size_t durable_count(void) {
-    pthread_mutex_lock(&seen.mu);
-    size_t n = seen.ndurable;
-    pthread_mutex_unlock(&seen.mu);
-    return n;
-}
-
-static bool wait_durable(size_t n, int seconds) {
-    for (int i = 0; i < seconds * 20; i++) {
-        if (durable_count() >= n) return true;
-        usleep(50 * 1000);
-    }
-    return false;
 }
 
 /* Read every message of a topic from the beginning (a plain consumer). */
@@ -148,33 +114,16 @@ static cf_worker *start_worker(void) {
     cf_props_destroy(wp);
     assert_int_equal(rc, CF_OK);
     rc = cf_worker_start(w, &err);
-    if (rc) {
-        char buf[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
-    }
-    assert_int_equal(rc, CF_OK);
+    assert_cf_ok(rc, &err);
     return w;
-}
-
-static void add(cf_worker *w, const char *const *kv) {
-    cf_props *p = cf_props_new();
-    for (; *kv; kv += 2) cf_props_set(p, kv[0], kv[1]);
-    cf_err err;
-    cf_code rc = cf_worker_add_connector(w, NULL, p, &err);
-    if (rc) {
-        char buf[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
-    }
-    assert_int_equal(rc, CF_OK);
-    cf_props_destroy(p);
 }
 
 static void test_source_kafka_sink_and_offsets_topic(void **state) {
     (void)state;
     cf_worker *w = start_worker();
-    add(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders", NULL});
-    add(w, (const char *const[]){"name", "file-source", "connector.class", "test-source", "test.count", "300",
-                                 "test.topic", "orders", NULL});
+    add_kv(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders", NULL});
+    add_kv(w, (const char *const[]){"name", "file-source", "connector.class", "test-source", "test.count", "300",
+                                    "test.topic", "orders", NULL});
     runner r = {.w = w};
     pthread_create(&r.th, NULL, run_thread, &r);
     assert_true(wait_durable(300, 60));
@@ -203,11 +152,11 @@ static void test_source_kafka_sink_and_offsets_topic(void **state) {
 static void test_dead_letter_queue(void **state) {
     (void)state;
     cf_worker *w = start_worker();
-    add(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders",
-                                 "value.converter", "json", "value.converter.schemas.enable", "false",
-                                 "key.converter", "string", "test.bad.value", "refuse me",
-                                 "errors.tolerance", "all", "errors.deadletterqueue.topic.name", "dlq",
-                                 "errors.deadletterqueue.context.headers.enable", "true", NULL});
+    add_kv(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders",
+                                    "value.converter", "json", "value.converter.schemas.enable", "false",
+                                    "key.converter", "string", "test.bad.value", "refuse me",
+                                    "errors.tolerance", "all", "errors.deadletterqueue.topic.name", "dlq",
+                                    "errors.deadletterqueue.context.headers.enable", "true", NULL});
     /* produce three raw messages: valid JSON, not JSON, and one the sink refuses */
     char errstr[256];
     rd_kafka_conf_t *c = rd_kafka_conf_new();
@@ -256,9 +205,9 @@ static void test_dead_letter_queue(void **state) {
 static void test_pause_resume_sink(void **state) {
     (void)state;
     cf_worker *w = start_worker();
-    add(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders", NULL});
-    add(w, (const char *const[]){"name", "src1", "connector.class", "test-source", "test.count", "100",
-                                 "test.topic", "orders", NULL});
+    add_kv(w, (const char *const[]){"name", "snk", "connector.class", "test-sink", "topics", "orders", NULL});
+    add_kv(w, (const char *const[]){"name", "src1", "connector.class", "test-source", "test.count", "100",
+                                    "test.topic", "orders", NULL});
     runner r = {.w = w};
     pthread_create(&r.th, NULL, run_thread, &r);
     assert_true(wait_durable(100, 60));
@@ -270,8 +219,8 @@ static void test_pause_resume_sink(void **state) {
     assert_int_equal(ts, CF_STATE_PAUSED);
     /* more records while paused: source partition "src":"test" resumes at 100 */
     assert_int_equal(cf_worker_delete_connector(w, "src1", NULL), CF_OK);
-    add(w, (const char *const[]){"name", "src1", "connector.class", "test-source", "test.count", "250",
-                                 "test.topic", "orders", NULL});
+    add_kv(w, (const char *const[]){"name", "src1", "connector.class", "test-source", "test.count", "250",
+                                    "test.topic", "orders", NULL});
     usleep(1500 * 1000);
     assert_int_equal(durable_count(), 100);
     assert_int_equal(cf_worker_resume_connector(w, "snk", NULL), CF_OK);

@@ -30,10 +30,9 @@
 #include "../../src/worker/worker_internal.h"
 
 #include "plugins.h"
+#include "helpers.h"
 
 /* ---------------- helpers ---------------- */
-
-static char tmpdir[256];
 
 static const char *tpath(const char *name) {
     static char buf[4][512];
@@ -59,31 +58,10 @@ static cf_worker *new_worker(cf_props *wp, const char *input, const char *output
     cf_worker_opts o = {.plugins = test_plugins, .input_file = input, .output_file = output};
     cf_worker *w = NULL;
     cf_err err;
-    cf_code rc = cf_worker_new(wp, &o, &w, &err);
-    if (rc) {
-        char buf[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
-    }
-    assert_int_equal(rc, CF_OK);
-    rc = cf_worker_start(w, &err);
-    if (rc) {
-        char buf[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
-    }
-    assert_int_equal(rc, CF_OK);
+    assert_cf_ok(cf_worker_new(wp, &o, &w, &err), &err);
+    assert_cf_ok(cf_worker_start(w, &err), &err);
     cf_props_destroy(wp);
     return w;
-}
-
-static void add(cf_worker *w, cf_props *cp) {
-    cf_err err;
-    cf_code rc = cf_worker_add_connector(w, NULL, cp, &err);
-    if (rc) {
-        char buf[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&err, buf, sizeof buf));
-    }
-    assert_int_equal(rc, CF_OK);
-    cf_props_destroy(cp);
 }
 
 static char *slurp(const char *path) {
@@ -115,18 +93,13 @@ static int64_t stored_pos(const char *offsets_file, const char *connector) {
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/cf_test_worker_XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-    seen_reset();
+    tmpdir_make("worker");
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    assert_int_equal(system(cmd), 0);
-    seen_reset();
+    tmpdir_remove();
     return 0;
 }
 
@@ -226,8 +199,8 @@ static cf_props *worker_props(void) {
 static void test_direct_end_to_end_and_resume(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
-    add(w, props_of("name", "src", "connector.class", "org.example.TestSource", "test.count", "1000", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "org.example.TestSource", "test.count", "1000", NULL));
     cf_err err;
     assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
     cf_state cs, t0;
@@ -245,8 +218,8 @@ static void test_direct_end_to_end_and_resume(void **state) {
     /* run again: the source starts after the stored offset: nothing new */
     seen_reset();
     w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "1010", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "1010", NULL));
     assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
     cf_worker_destroy(w);
     assert_int_equal(seen.ndurable, 10);
@@ -254,25 +227,12 @@ static void test_direct_end_to_end_and_resume(void **state) {
     assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 1009);
 }
 
-typedef struct runner {
-    cf_worker *w;
-    cf_code rc;
-    cf_err err;
-    pthread_t th;
-} runner;
-
-static void *run_thread(void *arg) {
-    runner *r = arg;
-    r->rc = cf_worker_run(r->w, false, &r->err);
-    return NULL;
-}
-
 /* direct mode: while the sink cannot flush, no source offset is stored */
 static void test_offsets_only_after_sink_flush(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.gate", "true", NULL));
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "500", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.gate", "true", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "500", NULL));
     runner r = {.w = w};
     pthread_create(&r.th, NULL, run_thread, &r);
     usleep(400 * 1000); /* 8 flush intervals */
@@ -298,8 +258,8 @@ static void test_offsets_only_after_sink_flush(void **state) {
 static void test_flush_failure_keeps_offsets(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.flush.fail", "true", NULL));
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "300", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.flush.fail", "true", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "300", NULL));
     cf_err err;
     cf_code rc = cf_worker_run(w, true, &err);
     assert_int_not_equal(rc, CF_OK);
@@ -316,8 +276,8 @@ static void test_flush_failure_keeps_offsets(void **state) {
 static void test_tolerance_none_fails(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.bad.value", "v5", NULL));
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "20", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.bad.value", "v5", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "20", NULL));
     cf_err err;
     assert_int_equal(cf_worker_run(w, true, &err), CF_ERR_TARGET);
     assert_non_null(strstr(err.message, "refuses value \"v5\""));
@@ -333,11 +293,11 @@ static void test_tolerance_none_fails(void **state) {
 static void test_tolerance_all_skips(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.bad.value", "v5",
-                    "errors.tolerance", "all", "errors.log.enable", "true", "errors.log.include.messages", "true",
-                    NULL));
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "20", "test.bad.at", "7",
-                    "errors.tolerance", "all", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", "test.bad.value", "v5",
+                              "errors.tolerance", "all", "errors.log.enable", "true", "errors.log.include.messages", "true",
+                              NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "20", "test.bad.at", "7",
+                              "errors.tolerance", "all", NULL));
     cf_err err;
     assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
     assert_int_equal(cf_worker_error_count(w), 2); /* v5 in the sink, position 7 in the source */
@@ -395,8 +355,8 @@ static void test_record_files_round_trip(void **state) {
     cf_worker *w = new_worker(props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter",
                                        "string", "key.converter", "string", NULL),
                               NULL, file);
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "50", "test.topic", "orders",
-                    NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "50", "test.topic", "orders",
+                              NULL));
     cf_err err;
     assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
     cf_worker_destroy(w);
@@ -415,8 +375,8 @@ static void test_record_files_round_trip(void **state) {
     w = new_worker(props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter", "string",
                             "key.converter", "string", NULL),
                    file, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "orders", "errors.tolerance", "all",
-                    NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "orders", "errors.tolerance", "all",
+                              NULL));
     assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
     assert_int_equal(cf_worker_error_count(w), 1);
     cf_worker_destroy(w);
@@ -427,7 +387,7 @@ static void test_record_files_round_trip(void **state) {
     w = new_worker(props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter", "string",
                             "key.converter", "string", NULL),
                    file, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "orders", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "orders", NULL));
     assert_int_equal(cf_worker_run(w, true, &err), CF_ERR_CORRUPT);
     assert_non_null(strstr(err.where, "KAFKA_CONSUME"));
     cf_worker_destroy(w);
@@ -437,8 +397,8 @@ static void test_record_files_round_trip(void **state) {
 static void test_stop_flushes_and_commits(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.endless", "true", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.endless", "true", NULL));
     runner r = {.w = w};
     pthread_create(&r.th, NULL, run_thread, &r);
     usleep(200 * 1000);
@@ -497,9 +457,9 @@ static void test_config_errors(void **state) {
 static void test_direct_fan_out(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "snk1", "connector.class", "test-sink", "topics", "t1", "tasks.max", "3", NULL));
-    add(w, props_of("name", "snk2", "connector.class", "test-sink", "topics.regex", "t[0-9]+", NULL));
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.count", "400", NULL));
+    add_connector(w, props_of("name", "snk1", "connector.class", "test-sink", "topics", "t1", "tasks.max", "3", NULL));
+    add_connector(w, props_of("name", "snk2", "connector.class", "test-sink", "topics.regex", "t[0-9]+", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "400", NULL));
     cf_err err;
     assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
     cf_worker_destroy(w);
@@ -511,8 +471,8 @@ static void test_direct_fan_out(void **state) {
 static void test_direct_topic_without_sink(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add(w, props_of("name", "src", "connector.class", "test-source", "test.topic", "lonely", NULL));
-    add(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.topic", "lonely", NULL));
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
     cf_err err;
     assert_int_equal(cf_worker_run(w, true, &err), CF_ERR_CONFIG);
     assert_non_null(strstr(err.message, "no sink connector subscribes to topic \"lonely\""));
