@@ -13,7 +13,8 @@
  *   baseline: crc32() over the same bytes (the decoder checks every byte's CRC
  *             too, so decode can at best reach 1.0x)
  *
- * Usage: bench_cassandra_decode [seconds per measurement, default 2]
+ * Usage: bench_cassandra_decode [seconds per measurement, default 2] [only: framing|decode|decode+json]
+ * (`only` runs that measurement alone, e.g. under perf record)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,7 @@ static size_t pass(input *in, int mode, size_t *updates, cf_buf *out) {
 
 int main(int argc, char **argv) {
     double secs = argc > 1 ? atof(argv[1]) : 2.0;
+    const char *only = argc > 2 ? argv[2] : NULL;
     cf_log_setup(CF_LOG_OFF, CF_LOG_TEXT, NULL);
     input in[] = {
         {LEGACY "/4.0.11-encrypted/CommitLog-7-1699285478684.log", DATA "/legacy_standard1_40.cql", 0, 0, 0, 0},
@@ -144,10 +146,11 @@ int main(int argc, char **argv) {
     } while ((t = now() - t0) < secs);
     double crc_mbs = (double)total_bytes * rounds / t / 1e6;
 
-    double res[3], mps[3];
+    double res[3] = {0, 0, 0}, mps[3];
     cf_buf out = CF_BUF_INIT;
     static const char *const names[3] = {"framing", "decode", "decode+json"};
     for (int json = 0; json < 3; json++) {
+        if (only && strcmp(only, names[json]) != 0) continue;
         size_t updates = 0, muts = 0;
         rounds = 0;
         t0 = now();

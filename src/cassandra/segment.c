@@ -31,7 +31,7 @@
 #include <zstd.h>
 
 #include "cdcflow/buf.h"
-#include "crc32_slice8.h"
+#include "crc32_fast.h"
 
 #define SYNC_MARKER_SIZE 8
 #define ENTRY_OVERHEAD 12
@@ -52,6 +52,7 @@ struct cf_cass_segment {
     int64_t limit;
     cf_cass_segment_stats stats;
     uint32_t id_crc; /* CRC state after the id's two ints: markers add their offset */
+    bool clmul;      /* entry CRCs with PCLMULQDQ */
 
     /* position of the next sync marker (file offset), logical start for compressed */
     int64_t next_marker;
@@ -76,30 +77,18 @@ static uint32_t be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* CRC-32 as java.util.zip.CRC32 / zlib crc32(), slicing-by-8. zlib's crc32
- * pays a setup cost per call that dominates on commit log entries (a few
- * hundred bytes each); this loop has none. Checked against zlib in the tests
- * (every real segment's CRCs) and in bench_cassandra_decode. */
-static uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t n) {
-    uint32_t c = ~crc;
-    while (n && ((uintptr_t)p & 7)) {
-        c = cf_cass_crc_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-        n--;
-    }
-    while (n >= 8) {
-        uint32_t lo = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
-        lo ^= c;
-        c = cf_cass_crc_tab[7][lo & 0xff] ^ cf_cass_crc_tab[6][(lo >> 8) & 0xff] ^
-            cf_cass_crc_tab[5][(lo >> 16) & 0xff] ^ cf_cass_crc_tab[4][lo >> 24] ^
-            cf_cass_crc_tab[3][hi & 0xff] ^ cf_cass_crc_tab[2][(hi >> 8) & 0xff] ^
-            cf_cass_crc_tab[1][(hi >> 16) & 0xff] ^ cf_cass_crc_tab[0][hi >> 24];
-        p += 8;
-        n -= 8;
-    }
-    while (n--) c = cf_cass_crc_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-    return ~c;
+/* CRC-32 as java.util.zip.CRC32 / zlib crc32() (see crc32_fast.h for why
+ * not zlib's own): carry-less multiply where the CPU has it, chosen once per
+ * segment, otherwise slicing-by-8. */
+static uint32_t crc_update_s(const cf_cass_segment *s, uint32_t crc, const uint8_t *p, size_t n) {
+#ifdef CF_CASS_CRC32_HAVE_CLMUL
+    if (s->clmul) return cf_cass_crc32_clmul(crc, p, n);
+#endif
+    (void)s;
+    return cf_cass_crc32_table(crc, p, n);
 }
+
+static uint32_t crc_update(uint32_t crc, const uint8_t *p, size_t n) { return cf_cass_crc32_table(crc, p, n); }
 
 static uint32_t crc_int(uint32_t crc, uint32_t v) {
     uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
@@ -356,6 +345,9 @@ static cf_code open_common(cf_cass_segment *s, const cf_cass_segment_opts *opts,
     c = crc_int(c, (uint32_t)((uint64_t)s->info.id & 0xffffffffu));
     c = crc_int(c, (uint32_t)((uint64_t)s->info.id >> 32));
     s->id_crc = c;
+#ifdef CF_CASS_CRC32_HAVE_CLMUL
+    s->clmul = cf_cass_crc32_clmul_usable();
+#endif
     s->next_marker = (int64_t)s->info.header_size;
     s->next_logical = (int64_t)s->info.header_size;
     s->limit = -1;
@@ -757,7 +749,7 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
             cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
             return CF_ERR_CORRUPT;
         }
-        crc = crc_update(crc, p + 8, size);
+        crc = crc_update_s(s, crc, p + 8, size);
         uint32_t stored = be32(p + 8 + size);
         s->sec_pos += ENTRY_OVERHEAD + size;
         if (crc != stored) {

@@ -1,0 +1,112 @@
+/*
+ * crc32_fast.h - the CRC-32 of java.util.zip.CRC32 and zlib's crc32()
+ * (IEEE 802.3, reflected polynomial 0xEDB88320) for commit log entries.
+ *
+ * Two ways, same result:
+ *   - cf_cass_crc32_table: slicing-by-8 over crc32_slice8.h, any CPU;
+ *   - cf_cass_crc32_clmul: x86-64 with PCLMULQDQ, folding 4 x 128 bits per
+ *     64 bytes by carry-less multiplication (Intel's "Fast CRC Computation for
+ *     Generic Polynomials Using PCLMULQDQ Instruction", 2009), then the last
+ *     16 folded bytes and the tail through the table.
+ * Why not zlib's crc32(): Debian's zlib (1.2.13) has no carry-less multiply
+ * path and pays a setup cost per call that dominates on entries of a few
+ * hundred bytes (about 0.9 GB/s on 230 bytes, 2.2 GB/s on 64 KiB, against
+ * 4 and 8.7 GB/s here on the same machine). Both functions are checked
+ * against zlib for every length up to 3000 and every alignment in
+ * tests/cassandra/test_crc32.c.
+ *
+ * Included by segment.c and that test only.
+ */
+#ifndef CF_CASS_CRC32_FAST_H
+#define CF_CASS_CRC32_FAST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "crc32_slice8.h"
+
+/* The raw register (no pre/post inversion) advanced over n bytes. */
+static inline uint32_t cf_cass_crc32_raw(uint32_t c, const uint8_t *p, size_t n) {
+    while (n >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4); /* little-endian loads: this file is for x86-64 and */
+        memcpy(&hi, p + 4, 4); /* other little-endian CPUs, see the check below */
+        lo ^= c;
+        c = cf_cass_crc_tab[7][lo & 0xff] ^ cf_cass_crc_tab[6][(lo >> 8) & 0xff] ^
+            cf_cass_crc_tab[5][(lo >> 16) & 0xff] ^ cf_cass_crc_tab[4][lo >> 24] ^
+            cf_cass_crc_tab[3][hi & 0xff] ^ cf_cass_crc_tab[2][(hi >> 8) & 0xff] ^
+            cf_cass_crc_tab[1][(hi >> 16) & 0xff] ^ cf_cass_crc_tab[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = cf_cass_crc_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    return c;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "crc32_fast.h: the slicing-by-8 loop assumes a little-endian CPU"
+#endif
+
+/* crc32(crc, p, n) as zlib computes it, any CPU. */
+static inline uint32_t cf_cass_crc32_table(uint32_t crc, const uint8_t *p, size_t n) {
+    return ~cf_cass_crc32_raw(~crc, p, n);
+}
+
+/* Fold constants: x^k mod P, bit-reflected over 33 bits (recomputed in the
+ * test), for the distances of the paper: fold by 512 bits (four lanes) and
+ * by 128 bits (one lane). */
+#define CF_CASS_CRC32_K1 0x154442bd4ULL /* x^(4*128+32) */
+#define CF_CASS_CRC32_K2 0x1c6e41596ULL /* x^(4*128-32) */
+#define CF_CASS_CRC32_K3 0x1751997d0ULL /* x^(128+32) */
+#define CF_CASS_CRC32_K4 0x0ccaa009eULL /* x^(128-32) */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define CF_CASS_CRC32_HAVE_CLMUL 1
+
+/* Whether this CPU has PCLMULQDQ (a load and a bit test). */
+static inline bool cf_cass_crc32_clmul_usable(void) { return __builtin_cpu_supports("pclmul"); }
+
+/* crc32(crc, p, n) as zlib computes it; only where cf_cass_crc32_clmul_usable().
+ * Each 128-bit lane x becomes lo(x)*K1 ^ hi(x)*K2 ^ (the lane 64 bytes
+ * further). Folding keeps the message's residue mod P, so the folded 16
+ * bytes followed by the tail have the CRC of the whole message from a zero
+ * register; the initial register is XORed into the first four bytes. */
+__attribute__((target("pclmul"))) static inline uint32_t cf_cass_crc32_clmul(uint32_t crc, const uint8_t *p,
+                                                                              size_t n) {
+    if (n < 64) return cf_cass_crc32_table(crc, p, n);
+    const __m128i k12 = _mm_set_epi64x((long long)CF_CASS_CRC32_K2, (long long)CF_CASS_CRC32_K1);
+    const __m128i k34 = _mm_set_epi64x((long long)CF_CASS_CRC32_K4, (long long)CF_CASS_CRC32_K3);
+    __m128i x0 = _mm_loadu_si128((const __m128i *)p), x1 = _mm_loadu_si128((const __m128i *)(p + 16)),
+            x2 = _mm_loadu_si128((const __m128i *)(p + 32)), x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)~crc));
+    p += 64;
+    n -= 64;
+#define CF_CASS_FOLD(x, k, y) \
+    _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)), y)
+    while (n >= 64) {
+        x0 = CF_CASS_FOLD(x0, k12, _mm_loadu_si128((const __m128i *)p));
+        x1 = CF_CASS_FOLD(x1, k12, _mm_loadu_si128((const __m128i *)(p + 16)));
+        x2 = CF_CASS_FOLD(x2, k12, _mm_loadu_si128((const __m128i *)(p + 32)));
+        x3 = CF_CASS_FOLD(x3, k12, _mm_loadu_si128((const __m128i *)(p + 48)));
+        p += 64;
+        n -= 64;
+    }
+    __m128i x = CF_CASS_FOLD(x0, k34, x1);
+    x = CF_CASS_FOLD(x, k34, x2);
+    x = CF_CASS_FOLD(x, k34, x3);
+    while (n >= 16) {
+        x = CF_CASS_FOLD(x, k34, _mm_loadu_si128((const __m128i *)p));
+        p += 16;
+        n -= 16;
+    }
+#undef CF_CASS_FOLD
+    uint8_t b[16];
+    _mm_storeu_si128((__m128i *)b, x);
+    return ~cf_cass_crc32_raw(cf_cass_crc32_raw(0, b, 16), p, n);
+}
+#endif
+
+#endif
