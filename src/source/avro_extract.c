@@ -216,9 +216,7 @@ static cf_code read_header(cf_avro_extract *a, cf_extract_pos *pos, cf_err *err)
         for (int64_t i = 0; i < count; i++) {
             const uint8_t *k, *v;
             size_t kn, vn;
-            char key[64];
             if ((rc = hdr_bytes(a, pos, &k, &kn, err))) goto out;
-            snprintf(key, sizeof key, "%.*s", (int)(kn < 63 ? kn : 63), (const char *)k);
             bool is_schema = kn == 11 && memcmp(k, "avro.schema", 11) == 0;
             bool is_codec = kn == 10 && memcmp(k, "avro.codec", 10) == 0;
             if ((rc = hdr_bytes(a, pos, &v, &vn, err))) goto out;
@@ -635,7 +633,10 @@ cf_code cf_avro_extract_next(cf_avro_extract *a, cf_schema **schema, cf_value **
                              cf_err *err) {
     if (a->finished) return CF_ERR_EOF;
     cf_code rc;
-    if (!a->started && (rc = start(a, pos, err))) return rc;
+    if (!a->started && (rc = start(a, pos, err))) {
+        if (rc != CF_ERR_INVALID) a->finished = true; /* the stream failed: never go on from half a header */
+        return rc;
+    }
     for (;;) {
         if (a->in_block && a->blk_done < a->blk_count) {
             rc = next_datum(a, value, pos, err);
