@@ -726,7 +726,7 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
                           s->section_truncated ? "; the file ends inside this section (truncated)" : "");
             return CF_ERR_CORRUPT;
         }
-        uint32_t crc = crc_int(0, size);
+        uint32_t crc = cf_cass_crc32_table(0, p, 4); /* = crc_int(0, size): p holds size big-endian */
         if (size < 10) {
             s->in_section = false;
             corrupt(s, entry_where(s), err, "invalid entry size %u at logical position %lld", size, (long long)pos);
