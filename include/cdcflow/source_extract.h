@@ -101,9 +101,12 @@ typedef struct cf_extract_pos {
  * CF_ERR_INVALID with the object name, block number and byte offset:
  *   - a file that is not an Avro container, an unknown codec, a writer
  *     schema Connect cannot represent, a resume position that does not
- *     exist: reported once, then the object ends (CF_ERR_EOF);
+ *     exist: reported once by the first cf_extractor_next (the header is
+ *     read there, so cf_extractor_new does not fail on data), then the
+ *     object ends (CF_ERR_EOF);
  *   - a damaged block (bad count/size, a size above 64 MiB, no sync marker
- *     after the data, a decompression or CRC failure, a cut-short object):
+ *     after the data, a decompression or CRC failure, more datums than its
+ *     bytes can hold, a cut-short object):
  *     reported once, its datums are skipped, reading continues with the
  *     block after the next sync marker, or the object ends when none
  *     follows;
