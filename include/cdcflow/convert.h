@@ -26,6 +26,7 @@
 #include "cdcflow/error.h"
 #include "cdcflow/props.h"
 #include "cdcflow/schema.h"
+#include "cdcflow/schema_registry.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +57,14 @@ cf_code cf_converter_from_connect(cf_converter *c, const char *topic, const cf_s
                                   char **data, size_t *len, cf_err *err);
 cf_code cf_converter_to_connect(cf_converter *c, const char *topic, const char *data, size_t len,
                                 cf_schema **schema, cf_value **value, cf_err *err);
+
+/* The Schema Registry client state of a converter that uses a registry (avro):
+ * fills *out (cf_sr_client_status) and returns true. Returns false, *out
+ * untouched, for converters without a registry (json, string, bytes) and for
+ * c NULL. Unlike the conversion functions this may be called from another
+ * thread while c is in use (the client's status has its own lock), e.g. by
+ * health checks and metrics; c must stay alive during the call. */
+bool cf_converter_sr_status(const cf_converter *c, cf_sr_status *out);
 
 /* The registered converter plugins, NULL-terminated. */
 const cf_converter_plugin *const *cf_converter_plugins(void);

@@ -145,8 +145,20 @@ char *cf_worker_connector_json(cf_worker *w, const char *name);        /* {name,
 char *cf_worker_connector_config_json(cf_worker *w, const char *name); /* {config} */
 char *cf_worker_connector_status_json(cf_worker *w, const char *name); /* {name, connector, tasks, type} */
 char *cf_worker_plugins_json(cf_worker *w);                 /* [{class,type,version}] */
-/* Prometheus text exposition of the metrics (appended to out). */
+/* Prometheus text exposition of the metrics (appended to out). Tasks whose
+ * key or value converter uses a Schema Registry (avro) add, per task and
+ * converter (labels connector, task, converter="key"|"value"):
+ * cdcflow_schema_registry_reachable (1/0), _requests_total, _errors_total,
+ * _cache_hits_total, _last_success_age_seconds, _last_error_age_seconds. */
 void cf_worker_metrics_text(cf_worker *w, cf_buf *out);
+/* Health of the worker as JSON (malloc'd), for GET /health:
+ * {"status":"UP"|"DOWN","problems":[...],"connectors":{"<name>":{"type",
+ *  "tasks":[{"id","state","schema_registry":{"key"|"value":{cf_sr_status_json}}}]}}}
+ * DOWN (and *healthy false; healthy may be NULL) when a task FAILED or a
+ * converter's Schema Registry is unreachable. The connector status
+ * (cf_worker_connector_status_json) carries the same "schema_registry"
+ * object in each task that has one. */
+char *cf_worker_health_json(cf_worker *w, bool *healthy);
 /* State of a connector / one of its tasks (CF_ERR_NOT_FOUND if unknown). */
 cf_code cf_worker_connector_state(cf_worker *w, const char *name, cf_state *connector, cf_state *task0, cf_err *err);
 

@@ -9,8 +9,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cdcflow/avro.h"
 #include "cdcflow/buf.h"
 #include "cdcflow/convert.h"
+
+extern const cf_converter_plugin cf_avro_converter_plugin;
 
 struct cf_converter {
     const cf_converter_plugin *plugin;
@@ -94,4 +97,13 @@ cf_code cf_converter_to_connect(cf_converter *c, const char *topic, const char *
     *schema = NULL;
     *value = NULL;
     return c->plugin->to_connect(c->state, topic, data, len, schema, value, err);
+}
+
+/* Only the avro converter talks to a registry; its state is a cf_avro_converter. */
+bool cf_converter_sr_status(const cf_converter *c, cf_sr_status *out) {
+    if (!c || !out || c->plugin != &cf_avro_converter_plugin || !c->state) return false;
+    cf_sr_client *client = cf_avro_converter_client(c->state);
+    if (!client) return false;
+    cf_sr_client_status(client, out);
+    return true;
 }

@@ -176,10 +176,33 @@ static rd_kafka_conf_t *base_conf(struct cf_worker *w, const char *kind, const c
 
 /* ---------------- producer (cf_msg_out) ---------------- */
 
+#define TOPIC_CACHE 16
+
 typedef struct prod {
     rd_kafka_t *rk;
     errlog log;
+    /* Topic handles by name: producing by name makes librdkafka look the
+     * topic up under its handle-wide lock for every message. A task
+     * produces to a few topics; beyond TOPIC_CACHE the oldest handle goes. */
+    rd_kafka_topic_t *rkt[TOPIC_CACHE];
+    size_t nrkt, next_evict;
 } prod;
+
+static rd_kafka_topic_t *prod_topic(prod *p, const char *name) {
+    for (size_t i = 0; i < p->nrkt; i++)
+        if (strcmp(rd_kafka_topic_name(p->rkt[i]), name) == 0) return p->rkt[i];
+    rd_kafka_topic_t *t = rd_kafka_topic_new(p->rk, name, NULL);
+    if (!t) return NULL;
+    if (p->nrkt < TOPIC_CACHE) {
+        p->rkt[p->nrkt++] = t;
+    } else {
+        /* messages already queued keep their own reference to the topic */
+        rd_kafka_topic_destroy(p->rkt[p->next_evict]);
+        p->rkt[p->next_evict] = t;
+        p->next_evict = (p->next_evict + 1) % TOPIC_CACHE;
+    }
+    return t;
+}
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     (void)rk;
@@ -196,6 +219,12 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 
 static cf_code prod_send(void *st, cf_msg *m, cf_ack *ack, cf_err *err) {
     prod *p = st;
+    rd_kafka_topic_t *rkt = m->topic ? prod_topic(p, m->topic) : NULL;
+    if (!rkt) {
+        cf_err_set(err, CF_ERR_TRANSPORT, "cannot produce to topic \"%s\"", m->topic ? m->topic : "");
+        cf_err_detail(err, "%s", m->topic ? rd_kafka_err2str(rd_kafka_last_error()) : "the record has no topic");
+        return CF_ERR_TRANSPORT;
+    }
     size_t nh = m->n_headers;
     rd_kafka_headers_t *hdrs = nh ? rd_kafka_headers_new(nh) : NULL;
     for (size_t i = 0; i < nh; i++)
@@ -205,12 +234,12 @@ static cf_code prod_send(void *st, cf_msg *m, cf_ack *ack, cf_err *err) {
     int64_t ts = m->ts_type != CF_TS_NONE ? m->timestamp : 0;
     rd_kafka_resp_err_t e;
     if (hdrs)
-        e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(m->topic), RD_KAFKA_V_PARTITION(part),
+        e = rd_kafka_producev(p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(part),
                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(m->key, m->key ? m->key_len : 0),
                               RD_KAFKA_V_VALUE(m->value, m->value ? m->value_len : 0), RD_KAFKA_V_TIMESTAMP(ts),
                               RD_KAFKA_V_OPAQUE(ack), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
     else
-        e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(m->topic), RD_KAFKA_V_PARTITION(part),
+        e = rd_kafka_producev(p->rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(part),
                               RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(m->key, m->key ? m->key_len : 0),
                               RD_KAFKA_V_VALUE(m->value, m->value ? m->value_len : 0), RD_KAFKA_V_TIMESTAMP(ts),
                               RD_KAFKA_V_OPAQUE(ack), RD_KAFKA_V_END);
@@ -250,6 +279,7 @@ static void prod_destroy(void *st) {
     rd_kafka_poll(p->rk, 0);
     rd_kafka_flush(p->rk, 1000);
     rd_kafka_poll(p->rk, 0);
+    for (size_t i = 0; i < p->nrkt; i++) rd_kafka_topic_destroy(p->rkt[i]);
     rd_kafka_destroy(p->rk);
     free(p);
 }

@@ -18,6 +18,8 @@
  *   DELETE /connectors/{name}                 204
  *   GET    /connector-plugins                 [{class, type, version}]
  *   GET    /metrics                           text/plain; version=0.0.4
+ *   GET    /health                            {"status":"UP"|"DOWN",...}: 200 when UP, 503 when a
+ *                                             task failed or a Schema Registry is unreachable
  *
  * One libmicrohttpd thread serves requests. It binds 127.0.0.1 by default
  * (rest.host.name / listeners); with rest.auth.token every request needs
@@ -198,6 +200,13 @@ static enum MHD_Result route(cf_rest *r, struct MHD_Connection *con, const char 
         cf_buf b = CF_BUF_INIT;
         cf_worker_metrics_text(r->w, &b);
         ret = send_text(con, 200, "text/plain; version=0.0.4; charset=utf-8", cf_buf_detach(&b, NULL));
+        goto out;
+    }
+    if (n == 1 && strcmp(seg[0], "health") == 0) {
+        if (!get) { ret = METHOD_NOT_ALLOWED(); goto out; }
+        bool healthy = false;
+        char *h = cf_worker_health_json(r->w, &healthy);
+        ret = send_json(con, healthy ? 200 : 503, h);
         goto out;
     }
     if (n == 1 && strcmp(seg[0], "connector-plugins") == 0) {

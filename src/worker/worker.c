@@ -172,8 +172,13 @@ struct task {
     size_t cur_n;
     dqueue q;                /* direct sinks */
     int64_t direct_offset;   /* synthetic offsets of direct records */
-    /* per-thread */
+    /* per-thread; the pointers are set and cleared under mu, so that the
+     * REST thread can read the converters' registry status (sr_status) */
     cf_converter *kconv, *vconv;
+    /* registry status of the converters as they were torn down (a failed or
+     * stopped task keeps showing why), [0] key, [1] value; under mu */
+    cf_sr_status sr_last[2];
+    bool sr_last_set[2];
     void *chain;
     cf_msg_out dlq;
     bool has_dlq;
@@ -250,11 +255,15 @@ static cf_ack *ack_new(cf_record *rec) {
     atomic_init(&a->pending, 1);
     atomic_init(&a->failed, false);
     a->rec = rec;
-    a->t_sent_us = cf_now_us();
     return a;
 }
 
 static void ack_free(cf_ack *a) {
+    if (a->pref && --a->pref->refs == 0) {
+        cf_value_destroy(a->pref->part);
+        free(a->pref);
+    }
+    cf_value_destroy(a->src_off);
     cf_record_destroy(a->rec);
     free(a);
 }
@@ -443,8 +452,17 @@ static cf_code task_setup(task *t, bool need_converters, cf_err *err) {
     conn *c = t->c;
     cf_worker *w = c->w;
     if (need_converters) {
-        if (cf_converter_new(c->key_conv, c->key_conv_props, true, &t->kconv, err)) return err ? err->code : 1;
-        if (cf_converter_new(c->val_conv, c->val_conv_props, false, &t->vconv, err)) return err ? err->code : 1;
+        cf_converter *kc = NULL, *vc = NULL;
+        if (cf_converter_new(c->key_conv, c->key_conv_props, true, &kc, err)) return err ? err->code : 1;
+        if (cf_converter_new(c->val_conv, c->val_conv_props, false, &vc, err)) {
+            cf_converter_destroy(kc);
+            return err ? err->code : 1;
+        }
+        pthread_mutex_lock(&t->mu);
+        t->kconv = kc;
+        t->vconv = vc;
+        t->sr_last_set[0] = t->sr_last_set[1] = false;
+        pthread_mutex_unlock(&t->mu);
     }
     if (w->transforms && cf_props_get(c->props, "transforms") && *cf_props_get(c->props, "transforms")) {
         if (w->transforms->create(c->props, &t->chain, err)) return err ? err->code : 1;
@@ -459,9 +477,14 @@ static cf_code task_setup(task *t, bool need_converters, cf_err *err) {
 }
 
 static void task_teardown(task *t) {
-    cf_converter_destroy(t->kconv);
-    cf_converter_destroy(t->vconv);
+    pthread_mutex_lock(&t->mu);
+    cf_converter *kc = t->kconv, *vc = t->vconv;
+    t->sr_last_set[0] = cf_converter_sr_status(kc, &t->sr_last[0]);
+    t->sr_last_set[1] = cf_converter_sr_status(vc, &t->sr_last[1]);
     t->kconv = t->vconv = NULL;
+    pthread_mutex_unlock(&t->mu);
+    cf_converter_destroy(kc);
+    cf_converter_destroy(vc);
     if (t->chain && t->c->w->transforms) t->c->w->transforms->destroy(t->chain);
     t->chain = NULL;
     if (t->has_dlq) {
@@ -470,6 +493,20 @@ static void task_teardown(task *t) {
         t->has_dlq = false;
     }
 }
+
+/* The Schema Registry status of a task's key (which 0) or value (1)
+ * converter: live while the task runs, else as it was at teardown. False
+ * when that converter has no registry (or never existed). Any thread. */
+static bool task_sr_status(task *t, int which, cf_sr_status *out) {
+    pthread_mutex_lock(&t->mu);
+    cf_converter *cv = which ? t->vconv : t->kconv;
+    bool ok = cv ? cf_converter_sr_status(cv, out) : t->sr_last_set[which];
+    if (!cv && ok) *out = t->sr_last[which];
+    pthread_mutex_unlock(&t->mu);
+    return ok;
+}
+
+static const char *const conv_roles[2] = {"key", "value"};
 
 /* Apply the transform chain: rec taken; *out NULL = filtered. */
 static cf_code apply_transforms(task *t, cf_record *rec, cf_record **out, cf_err *err) {
@@ -688,26 +725,112 @@ typedef struct srcstate {
     int64_t last_flush_us;
 } srcstate;
 
+/* Same source partition for the offset store? Only an exact match counts
+ * (maps compare as maps, as the store's canonical key does; floats by their
+ * bits): a false "different" merely costs one more put, a false "same"
+ * would lose an offset, so anything unusual is "different". */
+static bool same_partition(const cf_value *a, const cf_value *b) {
+    if (a == b) return true;
+    if (!a || !b || a->type != b->type) return false;
+    switch (a->type) {
+    case CF_INT8: case CF_INT16: case CF_INT32: case CF_INT64: return a->u.i == b->u.i;
+    case CF_BOOLEAN: return a->u.b == b->u.b;
+    case CF_FLOAT32: case CF_FLOAT64: return memcmp(&a->u.f, &b->u.f, sizeof a->u.f) == 0;
+    case CF_STRING: case CF_BYTES:
+        return a->u.s.len == b->u.s.len && memcmp(a->u.s.ptr, b->u.s.ptr, a->u.s.len) == 0;
+    case CF_MAP:
+        if (a->u.map.len != b->u.map.len) return false;
+        for (size_t i = 0; i < a->u.map.len; i++) {
+            const cf_value *k = a->u.map.keys[i];
+            if (!k || k->type != CF_STRING) return false;
+            size_t hits = 0, j_hit = 0, own = 0;
+            for (size_t j = 0; j < b->u.map.len; j++)
+                if (same_partition(k, b->u.map.keys[j])) hits++, j_hit = j;
+            for (size_t j = 0; j < a->u.map.len && hits == 1; j++) /* a key twice in a: "different" */
+                if (same_partition(k, a->u.map.keys[j])) own++;
+            if (hits != 1 || own != 1 || !same_partition(a->u.map.vals[i], b->u.map.vals[j_hit])) return false;
+        }
+        return true;
+    case CF_ARRAY:
+        if (a->u.arr.len != b->u.arr.len) return false;
+        for (size_t i = 0; i < a->u.arr.len; i++)
+            if (!same_partition(a->u.arr.items[i], b->u.arr.items[i])) return false;
+        return true;
+    default: return false;
+    }
+}
+
+#define PUT_SLOTS 8
+
+/* Store the offsets of the acknowledged records at the head of the queue,
+ * in poll order, up to the first one not yet acknowledged.
+ *
+ * The store keeps only the latest offset of each source partition, and
+ * putting one costs a few JSON serialisations, so of a run of acknowledged
+ * records only the last offset per partition is put (the store ends in
+ * the same state as if every one had been put, and nothing is flushed in
+ * between; the key is written in the map order of the first record of a run
+ * of equal partitions). commit_record is called after its offset was put. */
 static cf_code src_commit_acked(srcstate *s, cf_err *err) {
     task *t = s->t;
     conn *c = t->c;
-    while (s->head && atomic_load(&s->head->pending) == 0) {
-        cf_ack *a = s->head;
-        if (atomic_load(&a->failed)) {
-            return cf_err_set(err, CF_ERR_TRANSPORT,
-                              "a record of connector %s task %d was not delivered; offsets stop before it",
-                              c->name, t->id);
+    /* 1. detach the acknowledged prefix */
+    cf_ack *first = s->head, *last = NULL, *a = s->head;
+    size_t n = 0;
+    while (a && atomic_load(&a->pending) == 0 && !atomic_load(&a->failed)) {
+        last = a;
+        a = a->next;
+        n++;
+    }
+    bool undelivered = a && atomic_load(&a->pending) == 0 && atomic_load(&a->failed);
+    if (n) {
+        s->head = a;
+        if (!a) s->tail = NULL;
+        last->next = NULL;
+        s->inflight -= n;
+        /* 2. the last offset of each source partition */
+        struct {
+            const cf_value *part, *off;
+        } slot[PUT_SLOTS];
+        size_t ns = 0;
+        const cf_part_ref *cur_ref = NULL; /* the partition of slot[cur] */
+        size_t cur = 0;
+        for (cf_ack *x = first; x; x = x->next) {
+            const cf_value *part = x->pref ? x->pref->part : NULL;
+            if (!part && !x->src_off) continue;
+            size_t i;
+            if (x->pref && x->pref == cur_ref) {
+                i = cur; /* same run of one partition: no comparison needed */
+            } else {
+                i = 0;
+                while (i < ns && !same_partition(slot[i].part, part)) i++;
+                if (i == ns && ns == PUT_SLOTS) { /* many partitions: put what we have, in order */
+                    for (size_t j = 0; j < ns; j++)
+                        cf_offset_store_put(c->w->offsets, c->name, slot[j].part, slot[j].off);
+                    ns = i = 0;
+                }
+                if (i == ns) ns++;
+            }
+            slot[i].part = part; /* the latest key form, as a put of each would leave it */
+            slot[i].off = x->src_off;
+            cur = i;
+            cur_ref = x->pref;
         }
-        if (a->rec && (a->rec->source_partition || a->rec->source_offset))
-            cf_offset_store_put(c->w->offsets, c->name, a->rec->source_partition, a->rec->source_offset);
-        if (c->plugin->u.source.commit_record && a->rec) c->plugin->u.source.commit_record(s->plugin_task, a->rec);
-        atomic_fetch_add(&t->m.records_out, 1);
-        s->head = a->next;
-        if (!s->head) s->tail = NULL;
-        s->inflight--;
-        ack_free(a);
+        for (size_t j = 0; j < ns; j++) cf_offset_store_put(c->w->offsets, c->name, slot[j].part, slot[j].off);
+        /* 3. tell the plugin, free */
+        void (*commit_record)(void *, const cf_record *) = c->plugin->u.source.commit_record;
+        while (first) {
+            cf_ack *x = first;
+            first = x->next;
+            if (commit_record && x->rec) commit_record(s->plugin_task, x->rec);
+            ack_free(x);
+        }
+        atomic_fetch_add(&t->m.records_out, n);
     }
     atomic_store(&t->m.lag, (uint_fast64_t)s->inflight);
+    if (undelivered)
+        return cf_err_set(err, CF_ERR_TRANSPORT,
+                          "a record of connector %s task %d was not delivered; offsets stop before it", c->name, t->id);
     return CF_OK;
 }
 
@@ -732,11 +855,26 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     task *t = s->t;
     conn *c = t->c;
     cf_worker *w = c->w;
-    /* offsets travel with the ack even if a transform drops or rewrites the record */
-    cf_record *meta = cf_record_new();
-    cf_record_set_source(meta, cf_value_clone(rec->source_partition), cf_value_clone(rec->source_offset));
-    cf_record_set_topic(meta, rec->topic);
-    cf_ack *a = ack_new(meta);
+    /* offsets travel with the ack even if a transform drops or rewrites the
+     * record (copies: moving the plugin's values would keep its scattered
+     * allocations alive until the acknowledgement, which costs more in
+     * cache misses and heap fragmentation than the copy) */
+    cf_ack *a = ack_new(NULL);
+    cf_part_ref *prev = s->tail ? s->tail->pref : NULL;
+    if (prev && same_partition(prev->part, rec->source_partition)) {
+        a->pref = prev; /* the run of one partition goes on: share it */
+        prev->refs++;
+    } else {
+        a->pref = cf_xmalloc(sizeof *a->pref);
+        a->pref->refs = 1;
+        a->pref->part = cf_value_clone(rec->source_partition);
+    }
+    a->src_off = cf_value_clone(rec->source_offset);
+    if (c->plugin->u.source.commit_record) {
+        a->rec = cf_record_new();
+        cf_record_set_source(a->rec, cf_value_clone(rec->source_partition), cf_value_clone(rec->source_offset));
+        cf_record_set_topic(a->rec, rec->topic);
+    }
     if (s->tail) s->tail->next = a;
     else s->head = a;
     s->tail = a;
@@ -773,8 +911,9 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
         cf_ack_done(a, true);
         return rc;
     }
-    cf_msg_set_key(m, data, len);
-    free(data);
+    /* the message takes the converters' malloc'd bytes (a cf_msg owns its pointers) */
+    m->key = data;
+    m->key_len = data ? len : 0;
     data = NULL;
     if (cf_converter_from_connect(t->vconv, r->topic, r->value_schema, r->value, &data, &len, &pe)) {
         cf_code rc = report_error(t, CF_STAGE_VALUE_CONVERTER, conv_class(t->vconv), NULL, r, &pe, err);
@@ -782,8 +921,8 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
         cf_ack_done(a, true);
         return rc;
     }
-    cf_msg_set_value(m, data, len);
-    free(data);
+    m->value = data;
+    m->value_len = data ? len : 0;
     headers_to_msg(r, m);
     cf_record_destroy(r);
     size_t bytes = m->key_len + m->value_len;
@@ -1910,6 +2049,26 @@ static char *worker_id(cf_worker *w) {
     return cf_xstrdup(buf);
 }
 
+/* {"key": {status}, "value": {status}} of the task's registry clients
+ * (cf_sr_status_json), NULL when neither converter has a registry.
+ * *unreachable (may be NULL) is set when one of them is unreachable. */
+static json_t *task_sr_json(task *t, bool *unreachable) {
+    json_t *o = NULL;
+    for (int k = 0; k < 2; k++) {
+        cf_sr_status st;
+        if (!task_sr_status(t, k, &st)) continue;
+        cf_buf b = CF_BUF_INIT;
+        cf_sr_status_json(&st, &b);
+        json_t *j = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
+        cf_buf_free(&b);
+        if (!j) continue;
+        if (!o) o = json_object();
+        json_object_set_new(o, conv_roles[k], j);
+        if (!st.reachable && unreachable) *unreachable = true;
+    }
+    return o;
+}
+
 char *cf_worker_connector_status_json(cf_worker *w, const char *name) {
     conn *c = get_conn(w, name);
     if (!c) return NULL;
@@ -1929,12 +2088,53 @@ char *cf_worker_connector_status_json(cf_worker *w, const char *name) {
             json_object_set_new(to, "trace", json_string(t->trace));
             pthread_mutex_unlock(&t->mu);
         }
+        json_t *sr = task_sr_json(t, NULL);
+        if (sr) json_object_set_new(to, "schema_registry", sr);
         json_array_append_new(ta, to);
     }
     json_object_set_new(o, "tasks", ta);
     json_object_set_new(o, "type", json_string(c->is_sink ? "sink" : "source"));
     free(wid);
     conn_unref(c);
+    return dump(o);
+}
+
+char *cf_worker_health_json(cf_worker *w, bool *healthy) {
+    pthread_mutex_lock(&w->mu);
+    size_t n = w->n_conns;
+    conn **cs = cf_xmalloc((n ? n : 1) * sizeof(conn *));
+    for (size_t i = 0; i < n; i++) {
+        cs[i] = w->conns[i];
+        atomic_fetch_add(&cs[i]->refs, 1);
+    }
+    pthread_mutex_unlock(&w->mu);
+    bool failed = false, unreachable = false;
+    json_t *co = json_object();
+    for (size_t i = 0; i < n; i++) {
+        conn *c = cs[i];
+        json_t *ta = json_array();
+        for (int j = 0; j < c->ntasks; j++) {
+            task *t = c->tasks[j];
+            int st = atomic_load(&t->state);
+            if (st == CF_STATE_FAILED) failed = true;
+            json_t *to = json_pack("{s:i,s:s}", "id", j, "state", cf_state_name((cf_state)st));
+            json_t *sr = task_sr_json(t, &unreachable);
+            if (sr) json_object_set_new(to, "schema_registry", sr);
+            json_array_append_new(ta, to);
+        }
+        json_object_set_new(co, c->name, json_pack("{s:s,s:o}", "type", c->is_sink ? "sink" : "source", "tasks", ta));
+        conn_unref(c);
+    }
+    free(cs);
+    bool ok = !failed && !unreachable;
+    if (healthy) *healthy = ok;
+    json_t *o = json_object();
+    json_object_set_new(o, "status", json_string(ok ? "UP" : "DOWN"));
+    json_t *why = json_array();
+    if (failed) json_array_append_new(why, json_string("a task failed"));
+    if (unreachable) json_array_append_new(why, json_string("a Schema Registry is unreachable"));
+    json_object_set_new(o, "problems", why);
+    json_object_set_new(o, "connectors", co);
     return dump(o);
 }
 
@@ -1995,6 +2195,69 @@ static const mdef mdefs[] = {
      false},
 };
 
+/* Schema Registry clients of the converters (avro), one series per task
+ * and converter (key/value); nothing at all when no converter has one. */
+typedef struct srsample {
+    conn *c;
+    int task, role;
+    cf_sr_status st;
+} srsample;
+
+static void sr_labels(cf_buf *out, const char *metric, const srsample *x) {
+    cf_buf_printf(out, "%s{connector=\"", metric);
+    escape_label(out, x->c->name);
+    cf_buf_printf(out, "\",task=\"%d\",converter=\"%s\"} ", x->task, conv_roles[x->role]);
+}
+
+static void metrics_sr(cf_buf *out, conn **cs, size_t n) {
+    size_t ns = 0, cap = 0;
+    srsample *xs = NULL;
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; j < cs[i]->ntasks; j++)
+            for (int k = 0; k < 2; k++) {
+                srsample x = {cs[i], j, k, {0}};
+                if (!task_sr_status(cs[i]->tasks[j], k, &x.st)) continue;
+                if (ns == cap) xs = cf_xrealloc(xs, (cap = cap ? cap * 2 : 8) * sizeof *xs);
+                xs[ns++] = x;
+            }
+    if (!ns) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    static const struct {
+        const char *name, *type, *help;
+    } defs[] = {
+        {"cdcflow_schema_registry_reachable", "gauge",
+         "1 while the converter's Schema Registry client reaches the registry (its last attempt succeeded, or "
+         "none was made yet), 0 while it is unreachable (calls that need the registry fail fast)."},
+        {"cdcflow_schema_registry_requests_total", "counter", "HTTP requests made to the Schema Registry."},
+        {"cdcflow_schema_registry_errors_total", "counter",
+         "Failed attempts to reach the Schema Registry (transport errors and HTTP 5xx)."},
+        {"cdcflow_schema_registry_cache_hits_total", "counter", "Schema lookups answered from the client's cache."},
+        {"cdcflow_schema_registry_last_success_age_seconds", "gauge",
+         "Seconds since the last successful registry request (absent: none yet)."},
+        {"cdcflow_schema_registry_last_error_age_seconds", "gauge",
+         "Seconds since the last failed registry attempt (absent: none yet)."},
+    };
+    for (size_t d = 0; d < sizeof defs / sizeof *defs; d++) {
+        cf_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", defs[d].name, defs[d].help, defs[d].name, defs[d].type);
+        for (size_t i = 0; i < ns; i++) {
+            const cf_sr_status *st = &xs[i].st;
+            int64_t at = d == 4 ? st->last_ok_ms : d == 5 ? st->last_error_ms : 0;
+            if ((d == 4 || d == 5) && at <= 0) continue;
+            sr_labels(out, defs[d].name, &xs[i]);
+            switch (d) {
+            case 0: cf_buf_printf(out, "%d\n", st->reachable ? 1 : 0); break;
+            case 1: cf_buf_printf(out, "%llu\n", (unsigned long long)st->requests); break;
+            case 2: cf_buf_printf(out, "%llu\n", (unsigned long long)st->errors); break;
+            case 3: cf_buf_printf(out, "%llu\n", (unsigned long long)st->cache_hits); break;
+            default: cf_buf_printf(out, "%.3f\n", now_ms > at ? (double)(now_ms - at) / 1e3 : 0.0); break;
+            }
+        }
+    }
+    free(xs);
+}
+
 void cf_worker_metrics_text(cf_worker *w, cf_buf *out) {
     pthread_mutex_lock(&w->mu);
     size_t n = w->n_conns;
@@ -2027,6 +2290,7 @@ void cf_worker_metrics_text(cf_worker *w, cf_buf *out) {
             cf_buf_printf(out, "\",task=\"%d\",state=\"%s\"} 1\n", j,
                           cf_state_name((cf_state)atomic_load(&cs[i]->tasks[j]->state)));
         }
+    metrics_sr(out, cs, n);
     cf_buf_printf(out,
                   "# HELP cdcflow_worker_errors_total Records reported under errors.tolerance=all.\n"
                   "# TYPE cdcflow_worker_errors_total counter\ncdcflow_worker_errors_total %llu\n"

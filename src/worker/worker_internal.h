@@ -39,11 +39,24 @@ char *cf_worker_json_from_value(const cf_value *v);
 /* One in-flight source record. `pending` counts the transports/sinks that
  * still have to acknowledge it; the source task commits offsets in poll
  * order up to the first entry with pending > 0. */
+/* A source partition value shared by the acks of the task thread that
+ * carry it (reference counted on that thread only). */
+typedef struct cf_part_ref {
+    int refs;
+    cf_value *part; /* NULL: the records have no source partition */
+} cf_part_ref;
+
 typedef struct cf_ack {
     atomic_int pending;
     atomic_bool failed;
-    cf_record *rec; /* source partition/offset (+ the record for commit_record) */
-    int64_t t_sent_us;
+    /* The record's source partition (shared by consecutive acks of the
+     * same partition: sources mostly emit runs of one partition, and a copy
+     * per record costs allocations) and offset (owned; a cf_value clone,
+     * made while the record is in the cache). rec (topic + source
+     * partition/offset) exists only when the plugin has commit_record. */
+    struct cf_part_ref *pref;
+    cf_value *src_off;
+    cf_record *rec;
     struct cf_ack *next;
 } cf_ack;
 /* Called by transports when a message was acknowledged (ok) or failed for good. */
