@@ -262,6 +262,26 @@ static bool is_logical(const cf_schema *s, const char *name, cf_type t) {
 
 static cf_code tc_value(json_conv *jc, const cf_schema *s, const jnode *n, cf_value **out, cf_err *err);
 
+/* The items of JSON array n, each converted with item schema `item` (NULL:
+ * schemaless); a failing item's path gets "[i]" in front. */
+static cf_code tc_array(json_conv *jc, const cf_schema *item, const jnode *n, cf_value **out, cf_err *err) {
+    cf_value *a = cf_value_array();
+    for (size_t i = 0; i < n->len; i++) {
+        cf_value *v;
+        cf_code rc = tc_value(jc, item, n->items[i], &v, err);
+        if (rc) {
+            char seg[32];
+            snprintf(seg, sizeof seg, "[%zu]", i);
+            cf_err_where_prefix(err, seg);
+            cf_value_destroy(a);
+            return rc;
+        }
+        cf_value_array_push(a, v);
+    }
+    *out = a;
+    return CF_OK;
+}
+
 static cf_code kind_err(cf_err *err, const cf_schema *s, const char *want, const jnode *n) {
     cf_err_set(err, CF_ERR_SCHEMA, "invalid JSON %s for a%s %s%s%s value: expected %s", json_type_name(n),
                (s->type == CF_INT8 || s->type == CF_INT16 || s->type == CF_INT32 || s->type == CF_INT64 ||
@@ -373,23 +393,7 @@ static cf_code tc_value(json_conv *jc, const cf_schema *s, const jnode *n, cf_va
             }
             return CF_OK;
         case JN_STRING: *out = cf_value_string_n(n->str, n->len); return CF_OK;
-        case JN_ARRAY: {
-            cf_value *a = cf_value_array();
-            for (size_t i = 0; i < n->len; i++) {
-                cf_value *item;
-                cf_code rc = tc_value(jc, NULL, n->items[i], &item, err);
-                if (rc) {
-                    char seg[32];
-                    snprintf(seg, sizeof seg, "[%zu]", i);
-                    cf_err_where_prefix(err, seg);
-                    cf_value_destroy(a);
-                    return rc;
-                }
-                cf_value_array_push(a, item);
-            }
-            *out = a;
-            return CF_OK;
-        }
+        case JN_ARRAY: return tc_array(jc, NULL, n, out, err);
         case JN_OBJECT: {
             cf_value *m = cf_value_map();
             for (size_t i = 0; i < n->len; i++) {
@@ -493,21 +497,7 @@ static cf_code tc_value(json_conv *jc, const cf_schema *s, const jnode *n, cf_va
     }
     case CF_ARRAY: {
         if (n->type != JN_ARRAY) return kind_err(err, s, "a JSON array", n);
-        cf_value *a = cf_value_array();
-        for (size_t i = 0; i < n->len; i++) {
-            cf_value *item;
-            cf_code rc = tc_value(jc, s->value_schema, n->items[i], &item, err);
-            if (rc) {
-                char seg[32];
-                snprintf(seg, sizeof seg, "[%zu]", i);
-                cf_err_where_prefix(err, seg);
-                cf_value_destroy(a);
-                return rc;
-            }
-            cf_value_array_push(a, item);
-        }
-        *out = a;
-        return CF_OK;
+        return tc_array(jc, s->value_schema, n, out, err);
     }
     case CF_MAP: {
         cf_value *m = cf_value_map();
