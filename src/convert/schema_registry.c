@@ -597,6 +597,27 @@ static char *schema_key(const char *kind, const char *subject, const char *schem
     return cf_buf_detach(&b, NULL);
 }
 
+/* The by_id cache key of a schema id (its decimal text in idk) and its hash. */
+static uint64_t id_key(int32_t id, char idk[16]) {
+    snprintf(idk, 16, "%d", id);
+    return fnv1a(idk, strlen(idk), 1469598103934665603ULL);
+}
+
+/* POST {"schema": ...} to /subjects/<subject, escaped><suffix>: the request
+ * behind both registration ("/versions") and lookup (""). `what` names it in
+ * errors. */
+static cf_code post_schema(cf_sr_client *c, const char *subject, const char *suffix, const char *schema,
+                           const char *what, http_result *r, cf_err *err) {
+    char *esc = escape_subject(c, subject);
+    char path[1200];
+    snprintf(path, sizeof path, "/subjects/%s%s", esc, suffix);
+    free(esc);
+    char *body = schema_body(schema);
+    cf_code rc = http_call(c, "POST", path, body, what, r, err);
+    free(body);
+    return rc;
+}
+
 cf_code cf_sr_register(cf_sr_client *c, const char *subject, const char *schema, int32_t *id, cf_err *err) {
     uint64_t h;
     char *key = schema_key("reg", subject, schema, &h);
@@ -609,16 +630,10 @@ cf_code cf_sr_register(cf_sr_client *c, const char *subject, const char *schema,
         count_hit(c);
         return CF_OK;
     }
-    char *esc = escape_subject(c, subject);
-    char path[1200];
-    snprintf(path, sizeof path, "/subjects/%s/versions", esc);
-    free(esc);
-    char *body = schema_body(schema);
     http_result r = {0};
     char what[400];
     snprintf(what, sizeof what, "registration under subject \"%s\"", subject);
-    cf_code rc = http_call(c, "POST", path, body, what, &r, err);
-    free(body);
+    cf_code rc = post_schema(c, subject, "/versions", schema, what, &r, err);
     json_t *j = NULL;
     if (rc == CF_OK && (r.status < 200 || r.status >= 300)) rc = http_error(&r, what, err);
     if (rc == CF_OK) rc = parse_json_body(&r, what, &j, err);
@@ -631,10 +646,8 @@ cf_code cf_sr_register(cf_sr_client *c, const char *subject, const char *schema,
             *id = (int32_t)json_integer_value(jid);
             cache_put(&c->by_schema, key, h, NULL, *id, -1);
             key = NULL;
-            uint64_t hi;
             char idk[16];
-            snprintf(idk, sizeof idk, "%d", *id);
-            hi = fnv1a(idk, strlen(idk), 1469598103934665603ULL);
+            uint64_t hi = id_key(*id, idk);
             cache_put(&c->by_id, cf_xstrdup(idk), hi, schema, *id, -1);
         }
     }
@@ -659,16 +672,10 @@ cf_code cf_sr_lookup(cf_sr_client *c, const char *subject, const char *schema, i
         count_hit(c);
         return CF_OK;
     }
-    char *esc = escape_subject(c, subject);
-    char path[1200];
-    snprintf(path, sizeof path, "/subjects/%s", esc);
-    free(esc);
-    char *body = schema_body(schema);
     http_result r = {0};
     char what[400];
     snprintf(what, sizeof what, "lookup of a schema under subject \"%s\"", subject);
-    cf_code rc = http_call(c, "POST", path, body, what, &r, err);
-    free(body);
+    cf_code rc = post_schema(c, subject, "", schema, what, &r, err);
     json_t *j = NULL;
     if (rc == CF_OK && (r.status < 200 || r.status >= 300)) {
         rc = http_error(&r, what, err);
@@ -700,8 +707,7 @@ cf_code cf_sr_lookup(cf_sr_client *c, const char *subject, const char *schema, i
 
 void cf_sr_cache_put(cf_sr_client *c, int32_t id, const char *schema) {
     char idk[16];
-    snprintf(idk, sizeof idk, "%d", id);
-    uint64_t h = fnv1a(idk, strlen(idk), 1469598103934665603ULL);
+    uint64_t h = id_key(id, idk);
     pthread_mutex_lock(&c->lock);
     cache_put(&c->by_id, cf_xstrdup(idk), h, schema, id, -1);
     pthread_mutex_unlock(&c->lock);
@@ -720,8 +726,7 @@ void cf_sr_cache_put_registered(cf_sr_client *c, const char *subject, const char
 
 cf_code cf_sr_get_by_id(cf_sr_client *c, int32_t id, char **schema, cf_err *err) {
     char idk[16];
-    snprintf(idk, sizeof idk, "%d", id);
-    uint64_t h = fnv1a(idk, strlen(idk), 1469598103934665603ULL);
+    uint64_t h = id_key(id, idk);
     pthread_mutex_lock(&c->lock);
     sr_entry *e = cache_get(&c->by_id, idk, h);
     if (e) {
