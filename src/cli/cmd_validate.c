@@ -63,6 +63,23 @@ static int add_problems(cf_buf *out, const char *path, const char *problems, con
     return count;
 }
 
+/* Problems from cf_config_parse over a prefix subset (cf_props_subset with
+ * the prefix stripped): put the prefix back on every line's key, so the
+ * report names the key as the file spells it, then add them. */
+static int add_prefixed_problems(cf_buf *out, const char *path, const char *prefix, const char *problems,
+                                 const cf_props *lines) {
+    cf_buf fixed = CF_BUF_INIT;
+    for (const char *p = problems; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p + 1) : strlen(p);
+        cf_buf_printf(&fixed, "%s%.*s", prefix, (int)len, p);
+        p += len;
+    }
+    int count = add_problems(out, path, fixed.data, lines, NULL);
+    cf_buf_free(&fixed);
+    return count;
+}
+
 /* key.converter / value.converter: the converter must exist, and its own
  * settings (under the "key.converter." prefix) must pass its table. The
  * header converter is not checked: cdcflow's default is used when unset and
@@ -99,16 +116,7 @@ static int check_converter(cf_buf *out, const char *path, const cf_props *props,
         char *problems = NULL;
         cf_err err;
         if (cf_config_parse(tables, 1, sub, NULL, &problems, &err) != CF_OK) {
-            /* put the prefix back on every problem's key */
-            cf_buf fixed = CF_BUF_INIT;
-            for (const char *p = problems; p && *p;) {
-                const char *nl = strchr(p, '\n');
-                size_t len = nl ? (size_t)(nl - p + 1) : strlen(p);
-                cf_buf_printf(&fixed, "%s%.*s", prefix, (int)len, p);
-                p += len;
-            }
-            count = add_problems(out, path, fixed.data, lines, NULL);
-            cf_buf_free(&fixed);
+            count = add_prefixed_problems(out, path, prefix, problems, lines);
         }
         free(problems);
         cf_props_destroy(sub);
@@ -163,15 +171,7 @@ static int check_transforms(cf_buf *out, const char *path, const cf_props *props
         char *problems = NULL;
         cf_err err;
         if (cf_config_parse(tables, 1, sub, NULL, &problems, &err) != CF_OK) {
-            cf_buf fixed = CF_BUF_INIT;
-            for (const char *p = problems; p && *p;) {
-                const char *nl = strchr(p, '\n');
-                size_t len = nl ? (size_t)(nl - p + 1) : strlen(p);
-                cf_buf_printf(&fixed, "%s%.*s", prefix, (int)len, p);
-                p += len;
-            }
-            count += add_problems(out, path, fixed.data, lines, NULL);
-            cf_buf_free(&fixed);
+            count += add_prefixed_problems(out, path, prefix, problems, lines);
         }
         free(problems);
         cf_props_destroy(sub);
