@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,15 @@ void cf_cli_print_err(const cf_err *err) {
     char buf[2048];
     cf_err_format(err, buf, sizeof buf);
     fprintf(stderr, "cdcflow: %s\n", buf);
+}
+
+void cf_cli_on_stop_signals(void (*handler)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static const cf_command *find_command(const char *name) {

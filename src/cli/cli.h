@@ -36,5 +36,8 @@ int cf_cli_wants_help(int argc, char **argv);
 void cf_cli_print_help(const cf_command *cmd);
 /* Print an error the PostgreSQL way to stderr, prefixed with "cdcflow: ". */
 void cf_cli_print_err(const cf_err *err);
+/* Install `handler` for SIGINT and SIGTERM (sigaction, no flags): how the
+ * long-running commands learn that they should stop cleanly. */
+void cf_cli_on_stop_signals(void (*handler)(int));
 
 #endif

@@ -74,12 +74,7 @@ static int run_embedded(int argc, char **argv) {
             cf_embedded_kafka_destroy(k);
             return CF_EXIT_RUNTIME;
         }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    cf_cli_on_stop_signals(on_signal);
     printf("%s\n", cf_embedded_kafka_bootstrap(k));
     fflush(stdout);
     CF_INFO("kafka", "embedded (in-memory, NOT durable) mock cluster of %d broker(s) at %s; "

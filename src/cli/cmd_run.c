@@ -108,12 +108,7 @@ static int run(int argc, char **argv) {
         goto done;
     }
     running_worker = w;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    cf_cli_on_stop_signals(on_signal);
     for (size_t i = 0; i < nconn; i++) {
         if (cf_worker_add_connector(w, cnames[i], cprops[i], &err)) {
             cf_err_where(&err, "%s", connectors[i]);
