@@ -19,6 +19,7 @@
 #include "cdcflow/cassandra_mutation.h"
 #include "cdcflow/cassandra_schema.h"
 #include "cdcflow/log.h"
+#include "cdcflow/text.h"
 #include "cli.h"
 
 #define COMP "cassandra"
@@ -49,13 +50,6 @@ static int usage(const char *fmt, const char *arg) {
     return CF_EXIT_USAGE;
 }
 
-static int hexv(int c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 static int load_key(const char *path, uint8_t *key, size_t *len) {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -69,7 +63,7 @@ static int load_key(const char *path, uint8_t *key, size_t *len) {
     int hi = -1;
     for (size_t i = 0; i < n; i++) {
         if (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') continue;
-        int v = hexv(buf[i]);
+        int v = cf_hex_digit((unsigned char)buf[i]);
         if (v < 0 || k >= 32) {
             fprintf(stderr, "cdcflow: key file %s is not 16, 24 or 32 bytes of hex\n"
                             "HINT:  Write the raw AES key as hex, e.g. b7d96fb9b11d829179aeeb0b4e81f97a.\n", path);
