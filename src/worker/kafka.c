@@ -684,7 +684,13 @@ cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_
     o->timeout_ms = (int)cf_config_long(cf_worker_config(w), "offset.flush.timeout.ms");
     snprintf(o->p.log.name, sizeof o->p.log.name, "offsets writer %s", topic);
     rd_kafka_conf_t *c = base_conf(w, "producer.", "cdcflow-offsets", &o->p.log, err);
-    if (!c || conf_set(c, "enable.idempotence", "true", err) || conf_set(c, "acks", "all", err) ||
+    /* Not idempotent, but ordered (one request in flight, acks=all): a
+     * rewritten offset record is harmless on a compacted topic as long as
+     * order is kept, and librdkafka 2.0.2's idempotent producer could turn a
+     * broker restart into a fatal "out of order sequence" error here, which
+     * would fail every source task (seen in it_broker_restart_no_loss). */
+    if (!c || conf_set(c, "enable.idempotence", "false", err) || conf_set(c, "acks", "all", err) ||
+        conf_set(c, "max.in.flight.requests.per.connection", "1", err) ||
         conf_set(c, "partitioner", "murmur2_random", err)) {
         if (c) rd_kafka_conf_destroy(c);
         free(o->topic), free(o);
