@@ -716,20 +716,13 @@ static size_t recover(cf_cass_decoder *d, const uint8_t *p, size_t len, size_t f
         d->prefix_count = nt;
     }
     for (size_t off = from; off + 16 < len; off++) {
-        if (nt <= 8) {
-            /* few tables: let memmem find the next occurrence of any id */
-            size_t best = len;
-            for (size_t i = 0; i < nt; i++) {
-                const cf_cass_table *t = cf_cass_schema_table_at(d->schema, i);
-                if (!t->has_id) continue;
-                const uint8_t *f = memmem(p + off, len - off, t->id, 16);
-                if (f && (size_t)(f - p) < best) best = (size_t)(f - p);
-            }
-            if (best + 16 >= len) break;
-            off = best;
-        }
-        /* an update follows the END_OF_PARTITION byte (0x01) of the one before */
-        if (p[off - 1] != 0x01) continue;
+        /* an update follows the END_OF_PARTITION byte (0x01) of the one
+         * before: memchr finds the candidates (one pass over the bytes, which
+         * was five memmem passes for five tables), the bitmap and the id
+         * lookup confirm them */
+        const uint8_t *q = memchr(p + off - 1, 0x01, len - 16 - off);
+        if (!q) break;
+        off = (size_t)(q - p) + 1;
         unsigned k = (unsigned)p[off] << 8 | p[off + 1];
         if (!(d->id_prefix[k / 64] >> (k % 64) & 1)) continue;
         if (!cf_cass_schema_table_by_id(d->schema, p + off)) continue;
