@@ -100,6 +100,19 @@ static enum MHD_Result send_error(struct MHD_Connection *con, unsigned status, c
     return send_json(con, status, s);
 }
 
+/* Create and config requests carry a JSON object: false (with the 400
+ * answer queued in *ret) when the body is not JSON or not an object. */
+static bool body_is_json_object(struct MHD_Connection *con, const char *body, size_t body_len, enum MHD_Result *ret) {
+    json_error_t je;
+    json_t *j = json_loadb(body, body_len, 0, &je);
+    bool ok = j && json_is_object(j);
+    if (!ok)
+        *ret = j ? send_error(con, 400, "Request body must be a JSON object")
+                 : send_error(con, 400, "Invalid JSON in request body: %s (at byte %d)", je.text, je.position);
+    json_decref(j);
+    return ok;
+}
+
 /* Creating or configuring: an unknown connector.class is a bad request
  * (Connect's BadRequestException), not a missing resource. */
 static enum MHD_Result send_cf_err(struct MHD_Connection *con, const cf_err *e);
@@ -224,15 +237,7 @@ static enum MHD_Result route(cf_rest *r, struct MHD_Connection *con, const char 
         } else if (post) {
             cf_props *props = NULL;
             char *name = NULL;
-            json_error_t je;
-            json_t *j = json_loadb(body, body_len, 0, &je);
-            if (!j || !json_is_object(j)) {
-                ret = j ? send_error(con, 400, "Request body must be a JSON object")
-                        : send_error(con, 400, "Invalid JSON in request body: %s (at byte %d)", je.text, je.position);
-                json_decref(j);
-                goto out;
-            }
-            json_decref(j);
+            if (!body_is_json_object(con, body, body_len, &ret)) goto out;
             if (cf_props_from_json(body, body_len, &props, &name, &err)) {
                 ret = send_error(con, 400, "%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail);
                 goto out;
@@ -280,15 +285,7 @@ static enum MHD_Result route(cf_rest *r, struct MHD_Connection *con, const char 
             char *s = cf_worker_connector_config_json(r->w, name);
             ret = s ? send_json(con, 200, s) : send_error(con, 404, "Connector %s not found", name);
         } else if (put) {
-            json_error_t je;
-            json_t *j = json_loadb(body, body_len, 0, &je);
-            if (!j || !json_is_object(j)) {
-                ret = j ? send_error(con, 400, "Request body must be a JSON object")
-                        : send_error(con, 400, "Invalid JSON in request body: %s (at byte %d)", je.text, je.position);
-                json_decref(j);
-                goto out;
-            }
-            json_decref(j);
+            if (!body_is_json_object(con, body, body_len, &ret)) goto out;
             cf_props *props = NULL;
             char *bn = NULL;
             if (cf_props_from_json(body, body_len, &props, &bn, &err)) {
