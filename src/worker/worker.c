@@ -1809,22 +1809,22 @@ cf_code cf_worker_update_connector(cf_worker *w, const char *name, const cf_prop
     return CF_OK;
 }
 
-cf_code cf_worker_pause_connector(cf_worker *w, const char *name, cf_err *err) {
+/* Pause and resume only flip the flag the tasks poll. */
+static cf_code set_paused(cf_worker *w, const char *name, bool paused, cf_err *err) {
     conn *c = get_conn(w, name);
     if (!c) return not_found(err, name);
-    atomic_store(&c->paused, true);
-    CF_INFO(COMP, "connector %s paused", name);
+    atomic_store(&c->paused, paused);
+    CF_INFO(COMP, "connector %s %s", name, paused ? "paused" : "resumed");
     conn_unref(c);
     return CF_OK;
 }
 
+cf_code cf_worker_pause_connector(cf_worker *w, const char *name, cf_err *err) {
+    return set_paused(w, name, true, err);
+}
+
 cf_code cf_worker_resume_connector(cf_worker *w, const char *name, cf_err *err) {
-    conn *c = get_conn(w, name);
-    if (!c) return not_found(err, name);
-    atomic_store(&c->paused, false);
-    CF_INFO(COMP, "connector %s resumed", name);
-    conn_unref(c);
-    return CF_OK;
+    return set_paused(w, name, false, err);
 }
 
 cf_code cf_worker_restart_connector(cf_worker *w, const char *name, bool only_failed, cf_err *err) {
