@@ -30,25 +30,19 @@
 #include "cdcflow/worker.h"
 
 #include "plugins.h"
+#include "helpers.h"
 
 #define DEAD_REGISTRY "http://127.0.0.1:1/apis/ccompat/v7"
 
-static char tmpdir[256];
-
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/cf_test_srhealth_XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-    seen_reset();
+    tmpdir_make("srhealth");
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    assert_int_equal(system(cmd), 0);
-    seen_reset();
+    tmpdir_remove();
     return 0;
 }
 
@@ -100,19 +94,6 @@ static void test_converter_sr_status(void **state) {
 }
 
 /* ---------------- the worker ---------------- */
-
-typedef struct runner {
-    cf_worker *w;
-    cf_code rc;
-    cf_err err;
-    pthread_t th;
-} runner;
-
-static void *run_thread(void *arg) {
-    runner *r = arg;
-    r->rc = cf_worker_run(r->w, false, &r->err);
-    return NULL;
-}
 
 static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
     cf_buf_append(ud, p, sz * n);
