@@ -87,8 +87,9 @@ typedef struct cf_extract_pos {
  *   start     byte offset of the record's block (its count varint);
  *   line      1 + the record's datum number in that block (1 = first);
  *   end       byte offset of the block that holds the NEXT datum: the same
- *             block while it has datums left, else the next block's start
- *             (after the last record of the object: the object's size);
+ *             block while it has datums (or, damaged, bytes after its last
+ *             datum) left, else the next block's start (after the last
+ *             record of the object: the object's size);
  *   end_line  1 + the number of that block's datums already read (1 when
  *             `end` is a fresh block).
  * Resuming with start = end and start_line = end_line reads the header,

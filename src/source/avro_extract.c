@@ -555,10 +555,13 @@ static cf_code next_datum(cf_avro_extract *a, cf_value **value, cf_extract_pos *
     }
     a->data_off += used;
     a->blk_done++;
-    if (a->blk_done == a->blk_count) {
+    if (a->blk_done == a->blk_count && a->data_off == a->data_len) {
         pos->end = a->blk_next;
         pos->end_line = 1;
     } else {
+        /* datums left, or bytes left after the last one: the next result
+         * (a record, or the error about those bytes) is in this block, so
+         * a resume comes back here and reports the same */
         pos->end = a->blk_start;
         pos->end_line = (uint64_t)a->blk_done + 1;
     }

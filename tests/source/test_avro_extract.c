@@ -445,6 +445,17 @@ static void test_avro_bad_lengths(void **state) {
     assert_int_equal(r.nerr, 1);
     expect_err(&r.errs[0], "bytes after its 6 datums", "block 1");
     assert_int_equal(r.n, N_RECORDS - 1);
+    /* the block's last datum resumes in the block (the error about its
+     * leftover bytes comes next), so a resume there reports it again */
+    cf_extract_pos last = r.r[b.count[0] + 5].pos;
+    assert_int_equal(last.end, b.off[1]);
+    assert_int_equal(last.end_line, 7);
+    run_free(&r);
+    read_all(CF_FORMAT_AVRO, data, len, "f.avro", last.end, last.index + 1, last.end_line, &r);
+    assert_int_equal(r.nerr, 1);
+    expect_err(&r.errs[0], "bytes after its 6 datums", "block 0 after the resume point");
+    assert_int_equal(r.n, N_RECORDS - b.count[0] - b.count[1]);
+    assert_int_equal(r.r[0].pos.index, last.index + 2);
     run_free(&r);
 
     /* a size above the limit (a 5-byte varint) in front of block 2: the scan
