@@ -1104,6 +1104,12 @@ static void *source_main(void *arg) {
     else atomic_store(&t->state, eof ? CF_STATE_FINISHED : CF_STATE_UNASSIGNED);
     CF_INFO(COMP, "connector %s task %d stopped (%s)", c->name, t->id, cf_state_name(atomic_load(&t->state)));
 out:
+    /* The output first: destroying (or, for the shared record file, flushing)
+     * it completes or reports as undelivered every ack it still holds.
+     * Waiting on those acks with the output no longer served would wait
+     * forever (seen: a source task failing with --output). */
+    if (has_out) out.destroy(out.state);
+    else if (s.out) s.out->flush(s.out->state, 1000, NULL); /* the shared record file: complete its acks */
     while (s.head) {
         cf_ack *a = s.head;
         s.head = a->next;
@@ -1111,7 +1117,6 @@ out:
         while (atomic_load(&a->pending) > 0) sleep_ms(1);
         ack_free(a);
     }
-    if (has_out) out.destroy(out.state);
     task_teardown(t);
     return NULL;
 }

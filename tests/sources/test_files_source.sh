@@ -155,4 +155,36 @@ for i in $(seq 1 200); do [[ -f "$T/multi.jsonl" && $(wc -l < "$T/multi.jsonl") 
 sleep 0.5; kill -TERM $pid; wait $pid || fail "multi-task run exited $?"
 n=$(wc -l < "$T/multi.jsonl"); u=$(sort -u "$T/multi.jsonl" | grep -o '"key":"[^"]*"' | sort -u | wc -l)
 [[ $n -eq 20 && $u -eq 20 ]] || fail "2 tasks: expected 20 distinct records, got $n lines, $u distinct files"
+# distribution.type=partition: {{partition}} modulo the task count
+mkdir -p "$T/parts"
+for p in 0 1 2 3; do printf 'id\n%d\n' "$p" > "$T/parts/t-$p.csv"; done
+printf 'id\n9\n' > "$T/parts/nopart.csv"
+cat > "$T/parts.json" <<J
+{"name": "parts", "config": {"connector.class": "files", "files.path": "$T/parts", "tasks.max": "2",
+ "file.name.template": "{{topic}}-{{partition}}\\\\.csv|nopart\\\\.csv", "topic": "p", "distribution.type": "partition",
+ "input.format": "csv", "files.min.age.ms": "0", "key.converter": "string", "value.converter": "json",
+ "value.converter.schemas.enable": "false"}}
+J
+"$CLI" run --worker "$T/worker.properties" --output "$T/parts.jsonl" "$T/parts.json" 2>"$T/parts.log" &
+pid=$!
+for i in $(seq 1 200); do [[ -f "$T/parts.jsonl" && $(wc -l < "$T/parts.jsonl") -ge 4 ]] && break; sleep 0.05; done
+sleep 0.5; kill -TERM $pid; wait $pid || fail "partition run exited $?"
+n=$(wc -l < "$T/parts.jsonl")
+[[ $n -eq 4 ]] || fail "partition distribution: expected 4 records, got $n: $(cat "$T/parts.jsonl")"
+for p in 0 1 2 3; do grep -q "\"partition\":$p,.*t-$p.csv" "$T/parts.jsonl" || fail "t-$p.csv not in partition $p"; done
+grep -q 'no {{partition}}' "$T/parts.log" || fail "object without a partition not reported"
+
+# errors.tolerance=none: a bad row stops the task; the message names the object, line and byte
+mkdir -p "$T/bad"
+printf 'a,b\n1,2\n"x"y,3\n4,5\n' > "$T/bad/bad.csv"
+cat > "$T/bad.json" <<J
+{"name": "bad", "config": {"connector.class": "files", "files.path": "$T/bad", "topic": "b", "input.format": "csv",
+ "files.min.age.ms": "0", "errors.tolerance": "none", "key.converter": "string", "value.converter": "json"}}
+J
+set +e
+timeout 20 "$CLI" run --worker "$T/worker.properties" --output "$T/bad.jsonl" "$T/bad.json" 2>"$T/bad.log"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || fail "errors.tolerance=none: exit $rc, want 1 ($(tail -3 "$T/bad.log"))"
+grep -q 'bad.csv: line 3, byte 8' "$T/bad.log" || fail "the error does not name object, line and byte: $(tail -5 "$T/bad.log")"
 echo "files source: ok"
