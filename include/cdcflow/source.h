@@ -24,7 +24,7 @@
  * OFFSETS: the offset key of an object is the map its source returns (for
  * files {"path": "<relative path>"}); the offset entry (source offset map) is
  *   {"recordCount": n, "position": byte, "line": l, "size": s,
- *    "mtime": ms, "done": bool}
+ *    "mtime": ms, "etag": "...", "done": bool}   ("etag" only when the source has one)
  * (integers are stored as longs, as Kafka returns them). For input.format=avro
  * "position" is the byte offset of a block and "line" 1 + the datums of it
  * already read (see AVRO POSITIONS in cdcflow/source_extract.h).
@@ -72,6 +72,7 @@ typedef struct cf_offset_entry {
     int64_t line;         /* line where the next record starts (1-based) */
     int64_t size;         /* object size when it was read */
     int64_t mtime_ms;     /* object modification time when it was read */
+    char etag[128];       /* object version tag when it was read ("" if none) */
     bool done;            /* every record of the object was emitted */
 } cf_offset_entry;
 
@@ -85,6 +86,7 @@ typedef struct cf_native_info {
     char *key;        /* native key: compared with strcmp (keys are listed in that order) */
     int64_t size;     /* -1 if unknown */
     int64_t mtime_ms; /* -1 if unknown */
+    char *etag;       /* version tag (object stores' ETag), NULL if none; a change means a new object */
 } cf_native_info;
 
 void cf_native_infos_free(cf_native_info *items, size_t n);

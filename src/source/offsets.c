@@ -5,6 +5,7 @@
  * every integer back as a Long, so an entry must compare equal after a round
  * trip through the offsets topic.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@ cf_value *cf_offset_entry_to_map(const cf_offset_entry *e) {
     put_long(m, "line", e->line);
     put_long(m, "size", e->size);
     put_long(m, "mtime", e->mtime_ms);
+    if (e->etag[0]) cf_value_map_put(m, cf_value_string("etag"), cf_value_string(e->etag));
     cf_value_map_put(m, cf_value_string("done"), cf_value_bool(e->done));
     return m;
 }
@@ -46,12 +48,14 @@ cf_code cf_offset_entry_from_map(const cf_value *map, cf_offset_entry *e, cf_err
         (rc = get_long(map, "line", &e->line, err)) || (rc = get_long(map, "size", &e->size, err)) ||
         (rc = get_long(map, "mtime", &e->mtime_ms, err)))
         return rc;
+    const cf_value *et = cf_value_map_get_str(map, "etag");
+    if (et && et->type == CF_STRING) snprintf(e->etag, sizeof e->etag, "%s", et->u.s.ptr);
     const cf_value *d = cf_value_map_get_str(map, "done");
     if (d && d->type == CF_BOOLEAN) e->done = d->u.b;
     return CF_OK;
 }
 
 void cf_native_infos_free(cf_native_info *items, size_t n) {
-    for (size_t i = 0; i < n; i++) free(items[i].key);
+    for (size_t i = 0; i < n; i++) free(items[i].key), free(items[i].etag);
     free(items);
 }

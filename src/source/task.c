@@ -51,6 +51,7 @@ const cf_cfg_table cf_source_framework_table = {
 
 typedef struct seen_entry {
     char *key;
+    char *etag;
     int64_t size, mtime;
     bool done;
 } seen_entry;
@@ -92,7 +93,7 @@ static seen_entry *seen_find(seen_set *s, const char *key, bool create) {
 }
 
 static void seen_free(seen_set *s) {
-    for (size_t i = 0; i < s->cap; i++) free(s->slots[i].key);
+    for (size_t i = 0; i < s->cap; i++) free(s->slots[i].key), free(s->slots[i].etag);
     free(s->slots);
 }
 
@@ -116,6 +117,7 @@ struct cf_source_task {
     cf_name_template *tmpl;
     bool by_partition;
     int64_t backoff_initial, backoff_max, full_interval;
+    size_t max_poll; /* max.poll.records */
     double jitter;
     cf_props *xopts;
     int task_id, task_count;
@@ -271,6 +273,7 @@ static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_
     }
     e->size = info->size;
     e->mtime_ms = info->mtime_ms;
+    snprintf(e->etag, sizeof e->etag, "%s", info->etag ? info->etag : "");
     /* One record of lookahead: only when the next call says "end" do we know
      * a record is the object's last, which carries the done mark. */
     cf_record *pending = NULL;
@@ -398,7 +401,9 @@ static void *poller(void *arg) {
                 cf_value_destroy(stored);
             }
             bool known = se || e.record_count > 0 || e.done;
-            if (known && (e.size != info->size || e.mtime_ms != info->mtime_ms)) {
+            bool etag_changed = info->etag && (se ? (se->etag && strcmp(se->etag, info->etag) != 0)
+                                                  : (e.etag[0] && strcmp(e.etag, info->etag) != 0));
+            if (known && (e.size != info->size || e.mtime_ms != info->mtime_ms || etag_changed)) {
                 atomic_fetch_add(&t->st_changed, 1);
                 CF_WARN(COMP,
                         "object \"%s\" changed (size %lld -> %lld, mtime %lld -> %lld): reading it again from the start; "
@@ -414,6 +419,8 @@ static void *poller(void *arg) {
             bool go = read_object(t, info, &m, &e);
             se = seen_find(&t->seen, info->key, true);
             se->size = info->size, se->mtime = info->mtime_ms, se->done = e.done;
+            free(se->etag);
+            se->etag = info->etag ? cf_xstrdup(info->etag) : NULL;
             if (!go) break;
         }
         cf_native_infos_free(items, n);
@@ -459,6 +466,7 @@ cf_code cf_source_task_new(const cf_config *cfg, cf_source_ctx *ctx, void *self,
     t->jitter = cf_config_double(cfg, "poll.backoff.jitter");
     t->full_interval = cf_config_long(cfg, "listing.full.interval.ms");
     t->qcap = (size_t)cf_config_int(cfg, "queue.max.records");
+    t->max_poll = (size_t)cf_config_int(cfg, "max.poll.records");
     t->q = cf_xcalloc(t->qcap, sizeof(qitem));
     t->xopts = cf_props_new();
     char num[32];
@@ -515,6 +523,7 @@ cf_code cf_source_task_poll(void *task, cf_record **out, size_t max, size_t *n, 
         pthread_cond_timedwait(&t->not_empty, &t->mu, &ts);
     }
     cf_code rc = CF_OK;
+    if (max > t->max_poll) max = t->max_poll;
     while (t->qlen > 0 && *n < max) {
         qitem it = t->q[t->qhead];
         t->qhead = (t->qhead + 1) % t->qcap;

@@ -28,6 +28,8 @@ typedef struct mem_cursor {
     int n, idx;
 } mem_cursor;
 
+static const char *mem_etag = "v1"; /* version tag of object "a" */
+
 static cf_code mem_list(void *self, const char *after, size_t max, cf_native_info **items, size_t *n, cf_err *err) {
     (void)self, (void)err;
     static const char *keys[] = {"a", "b"};
@@ -38,6 +40,7 @@ static cf_code mem_list(void *self, const char *after, size_t max, cf_native_inf
         (*items)[*n].key = strdup(keys[i]);
         (*items)[*n].size = 100;
         (*items)[*n].mtime_ms = 1000;
+        if (i == 0) (*items)[*n].etag = strdup(mem_etag);
         (*n)++;
     }
     return CF_OK;
@@ -223,11 +226,21 @@ static void test_pipeline_offsets_restart(void **state) {
     assert_non_null(strstr(buf, "{\"object\":\"a\"}],\"value\":{\"recordCount\":5"));
     assert_non_null(strstr(buf, "{\"object\":\"b\"}],\"value\":{\"recordCount\":3"));
     assert_non_null(strstr(buf, "\"done\":true"));
+    assert_non_null(strstr(buf, "\"etag\":\"v1\""));
     /* restart: nothing is read again */
     opened_from[0] = opened_from[1] = -1;
     run_once(dir, out2, 1, 700);
     assert_int_equal(count_lines(out2), 0);
     assert_int_equal(opened_from[0], -1);
+    assert_int_equal(opened_from[1], -1);
+    /* a new version of "a" (same size and time, another ETag) is read again
+     * from the start; "b" is still done */
+    char out3[600];
+    snprintf(out3, sizeof out3, "%s/out3.jsonl", dir);
+    mem_etag = "v2";
+    run_once(dir, out3, 3, 5000);
+    assert_int_equal(count_lines(out3), 3);
+    assert_int_equal(opened_from[0], 0);
     assert_int_equal(opened_from[1], -1);
     cf_msg_destroy(m);
     char cmd[700];

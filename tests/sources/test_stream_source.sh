@@ -56,4 +56,19 @@ for i in $(seq 1 100); do [[ -f "$T/out3.jsonl" && $(wc -l < "$T/out3.jsonl") -g
 kill -TERM $pid; wait $pid || fail "tcp run exited $?"
 n=$(grep -c '"payload":"conn' "$T/out3.jsonl")
 [[ $n -eq 300 ]] || fail "tcp: expected 300 lines, got $n"
+# a FIFO: created if missing; writers come and go
+fifo="$T/in.fifo"
+cat > "$T/fifo.json" <<J
+{"name": "s3", "config": {"connector.class": "stream", "topic": "lines", "stream.type": "fifo",
+ "stream.path": "$fifo", "key.converter": "string", "value.converter": "string"}}
+J
+"$CLI" run --worker "$T/worker.properties" --output "$T/out4.jsonl" "$T/fifo.json" 2>>"$T/log" &
+pid=$!
+for i in $(seq 1 100); do [[ -p "$fifo" ]] && break; sleep 0.05; done
+[[ -p "$fifo" ]] || fail "FIFO not created"
+printf 'fifo one\nfifo two\n' > "$fifo"
+printf 'fifo three\n' > "$fifo"
+for i in $(seq 1 100); do [[ -f "$T/out4.jsonl" && $(wc -l < "$T/out4.jsonl") -ge 3 ]] && break; sleep 0.05; done
+kill -TERM $pid; wait $pid || fail "fifo run exited $?"
+[[ $(grep -c '"payload":"fifo' "$T/out4.jsonl") -eq 3 ]] || fail "fifo: $(cat "$T/out4.jsonl")"
 echo "stream source: ok"
