@@ -26,8 +26,9 @@
 
 #define TOPIC "topic"
 
-/* converter with key=value pairs, NULL-terminated */
-static cf_converter *conv(bool is_key, ...) {
+/* converter with key=value pairs, NULL-terminated. is_key is an int: a
+ * bool before the "..." undergoes promotion, which makes va_start undefined. */
+static cf_converter *conv(int is_key, ...) {
     cf_props *p = cf_props_new();
     va_list ap;
     va_start(ap, is_key);
@@ -36,7 +37,7 @@ static cf_converter *conv(bool is_key, ...) {
     va_end(ap);
     cf_converter *c = NULL;
     cf_err err;
-    cf_code rc = cf_converter_new("json", p, is_key, &c, &err);
+    cf_code rc = cf_converter_new("json", p, is_key != 0, &c, &err);
     if (rc) fprintf(stderr, "%s\n", err.message);
     assert_int_equal(rc, CF_OK);
     cf_props_destroy(p);
