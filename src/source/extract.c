@@ -189,11 +189,18 @@ static cf_schema *csv_schema(cf_extractor *x, size_t width) {
             fname = x->header[i];
         else
             snprintf(name, sizeof name, "field%zu", i);
-        if (cf_schema_add_field(s, fname, cf_schema_primitive(CF_STRING, true), NULL) != CF_OK) {
-            /* a duplicate header name: keep the data, name the column by index */
-            snprintf(name, sizeof name, "field%zu", i);
-            cf_schema_add_field(s, name, cf_schema_primitive(CF_STRING, true), NULL);
+        /* A duplicate name (two equal headers, or a header that equals a
+         * generated field<N>): keep the data, name the column by index, and
+         * add a suffix until the name is unique, so the schema always has
+         * exactly `width` fields. */
+        for (unsigned k = 0; cf_schema_field(s, fname); k++) {
+            if (k == 0)
+                snprintf(name, sizeof name, "field%zu", i);
+            else
+                snprintf(name, sizeof name, "field%zu_%u", i, k);
+            fname = name;
         }
+        cf_schema_add_field(s, fname, cf_schema_primitive(CF_STRING, true), NULL);
     }
     x->row_schema = s;
     return cf_schema_ref(s);

@@ -161,6 +161,19 @@ static void test_csv_errors_and_options(void **state) {
     assert_string_equal(field(v, "name"), "2");
     cf_value_destroy(v), cf_schema_unref(s);
     cf_extractor_destroy(x);
+    /* names that collide (found by fuzz_csv_extractor): a header equal to a
+     * generated field<N>, and two equal headers; every column is kept */
+    cf_props_remove(o, "extractor.csv.headers");
+    const char clash[] = "field2,b,b\n1,2,3,4\n";
+    x = open_mem(CF_FORMAT_CSV, clash, sizeof clash - 1, o, CF_COMPRESSION_NONE, 0, 0, 0);
+    assert_int_equal(cf_extractor_next(x, &s, &v, &pos, NULL), CF_OK);
+    assert_int_equal(s->n_fields, 4);
+    assert_string_equal(field(v, "field2"), "1");
+    assert_string_equal(field(v, "b"), "2");
+    assert_string_equal(field(v, "field2_1"), "3");
+    assert_string_equal(field(v, "field3"), "4");
+    cf_value_destroy(v), cf_schema_unref(s);
+    cf_extractor_destroy(x);
     cf_props_destroy(o);
 }
 
