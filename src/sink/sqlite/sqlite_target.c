@@ -60,6 +60,26 @@ static cf_code exec(sq *q, const char *sql, cf_err *err) {
     return CF_OK;
 }
 
+/* Switch the file to WAL. The switch needs an exclusive lock, and SQLite
+ * answers SQLITE_BUSY at once (without calling the busy handler) when two
+ * connections try it together on a fresh file, since waiting could deadlock
+ * (both hold a shared lock and want to upgrade). So retry here, for as long as
+ * the busy timeout, until one of them wins; the others then see "wal". */
+static cf_code set_wal(sq *q, cf_err *err) {
+    const char *sql = "PRAGMA journal_mode=WAL";
+    for (int waited_ms = 0;; waited_ms += 5) {
+        char *msg = NULL;
+        int rc = sqlite3_exec(q->db, sql, NULL, NULL, &msg);
+        sqlite3_free(msg);
+        if (rc == SQLITE_OK) return CF_OK;
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
+        if (waited_ms >= 30000) break;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return db_err(q, err, "switching to WAL mode", sql);
+}
+
 static void qid(cf_buf *b, const char *name) { /* "name" with quotes doubled */
     cf_buf_append_byte(b, '"');
     for (const char *p = name; *p; p++) {
@@ -119,7 +139,8 @@ static cf_code sq_open(const cf_sink_options *o, void **state, cf_err *err) {
         return CF_ERR_TARGET;
     }
     sqlite3_busy_timeout(q->db, 30000);
-    cf_code rc = exec(q, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err);
+    cf_code rc = set_wal(q, err);
+    if (!rc) rc = exec(q, "PRAGMA synchronous=NORMAL;", err);
     if (!rc)
         rc = exec(q,
                   "CREATE TABLE IF NOT EXISTS \"_cdc_tables\" (\"table_name\" TEXT PRIMARY KEY, \"topic\" TEXT, "
