@@ -108,10 +108,10 @@ static void cache_unlink(cache *c, int idx) {
 }
 
 /* Takes val; the caller must not use it after if the cache is disabled. */
-static void cache_put(cache *c, const void *key, size_t klen, uint64_t h, void *val, size_t vlen) {
+static int cache_put(cache *c, const void *key, size_t klen, uint64_t h, void *val, size_t vlen) {
     if (c->cap <= 0) {
         c->free_val(val, key);
-        return;
+        return -1;
     }
     int idx;
     if (c->count < c->cap) {
@@ -135,6 +135,7 @@ static void cache_put(cache *c, const void *key, size_t klen, uint64_t h, void *
     int *b = &c->buckets[h & (uint64_t)(c->nbuckets - 1)];
     e->next = *b;
     *b = idx;
+    return idx;
 }
 
 static void free_schema_val(void *val, const char *key) {
@@ -160,6 +161,7 @@ typedef struct json_conv {
     cf_arena *arena;
     cf_buf out;
     cache to_cache;   /* schema JSON text -> cf_schema */
+    int to_last;      /* to_cache entry of the last message's schema, or -1 */
     cache from_cache; /* cf_schema* -> schema JSON text */
 } json_conv;
 
@@ -206,6 +208,7 @@ static cf_code json_create(const cf_config *cfg, bool is_key, void **state, cf_e
     jc->is_key = is_key;
     int cache_size = cf_config_int(cfg, "schemas.cache.size");
     jc->arena = cf_arena_new(0);
+    jc->to_last = -1;
     cache_init(&jc->to_cache, cache_size, free_schema_val);
     cache_init(&jc->from_cache, cache_size, free_text_val);
     *state = jc;
@@ -718,8 +721,11 @@ static cf_code json_to_connect(void *state, const char *topic, const char *data,
     size_t i = 0;
     while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r')) i++;
     jnode *root = NULL;
+    bool hint_hit = false;
     if (i < len) {
-        cf_code rc = json_parse_lazy(jc->arena, data, len, jc->schemas_enable ? "schema" : NULL, &root, err);
+        const cache_ent *last = jc->to_last >= 0 ? &jc->to_cache.ents[jc->to_last] : NULL;
+        cf_code rc = json_parse_lazy_hint(jc->arena, data, len, jc->schemas_enable ? "schema" : NULL,
+                                          last ? last->key : NULL, last ? last->klen : 0, &hint_hit, &root, err);
         if (rc) {
             if (err) {
                 char msg[sizeof err->message];
@@ -754,10 +760,12 @@ static cf_code json_to_connect(void *state, const char *topic, const char *data,
     if (sn && sn->type != JN_NULL && !(sn->type == JN_RAW && sn->str[0] == 'n')) {
         const char *key = data + sn->start;
         size_t klen = sn->end - sn->start;
-        uint64_t h = hash_bytes(key, klen);
-        cache_ent *e = cache_get(&jc->to_cache, key, klen, h);
+        uint64_t h = hint_hit ? 0 : hash_bytes(key, klen);
+        cache_ent *e = hint_hit ? &jc->to_cache.ents[jc->to_last] : cache_get(&jc->to_cache, key, klen, h);
         if (e) {
             s = cf_schema_ref(e->val);
+            if (hint_hit) e->tick = ++jc->to_cache.tick;
+            jc->to_last = (int)(e - jc->to_cache.ents);
         } else {
             jnode *tree = (jnode *)sn;
             cf_code rc = sn->type == JN_RAW ? json_parse(jc->arena, key, klen, &tree, err) : CF_OK;
@@ -766,7 +774,7 @@ static cf_code json_to_connect(void *state, const char *topic, const char *data,
                 cf_err_where_prefix(err, "schema");
                 return rc;
             }
-            cache_put(&jc->to_cache, key, klen, h, cf_schema_ref(s), 0);
+            jc->to_last = cache_put(&jc->to_cache, key, klen, h, cf_schema_ref(s), 0);
         }
     }
     cf_value *v = NULL;

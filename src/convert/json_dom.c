@@ -25,6 +25,9 @@ typedef struct parser {
     /* json_parse_lazy: the top-level member named lazy_key is only checked
      * (dry mode: no tree, nothing allocated) and becomes a JN_RAW node */
     const char *lazy_key;
+    const char *hint; /* json_parse_lazy_hint */
+    size_t hint_len;
+    bool hint_hit;
     bool dry;
     jnode scratch;
     char *sbuf; /* dry mode: unescape scratch */
@@ -290,10 +293,18 @@ static cf_code parse_object(parser *ps, jnode *n) {
         if (ps->lazy_key && ps->depth == 1 && !ps->dry && strcmp(k, ps->lazy_key) == 0) {
             skip_ws(ps);
             size_t vstart = (size_t)(ps->p - ps->base);
-            ps->dry = true;
-            rc = parse_value(ps, &v);
-            ps->dry = false;
-            if (rc) return rc;
+            if (ps->hint_len && (size_t)(ps->end - ps->p) >= ps->hint_len &&
+                memcmp(ps->p, ps->hint, ps->hint_len) == 0) {
+                /* the hint is a complete object seen before: its closing
+                 * brace ends the value here too, no need to scan it again */
+                ps->p += ps->hint_len;
+                ps->hint_hit = true;
+            } else {
+                ps->dry = true;
+                rc = parse_value(ps, &v);
+                ps->dry = false;
+                if (rc) return rc;
+            }
             v = new_node(ps, JN_RAW, vstart);
             v->end = (size_t)(ps->p - ps->base);
             v->str = ps->base + vstart;
@@ -375,7 +386,13 @@ cf_code json_parse(cf_arena *arena, const char *data, size_t len, jnode **out, c
 }
 
 cf_code json_parse_lazy(cf_arena *arena, const char *data, size_t len, const char *lazy_key, jnode **out, cf_err *err) {
+    return json_parse_lazy_hint(arena, data, len, lazy_key, NULL, 0, NULL, out, err);
+}
+
+cf_code json_parse_lazy_hint(cf_arena *arena, const char *data, size_t len, const char *lazy_key, const char *hint,
+                             size_t hint_len, bool *hint_hit, jnode **out, cf_err *err) {
     parser ps = {.arena = arena, .p = data, .end = data + len, .base = data, .err = err, .lazy_key = lazy_key};
+    if (hint && hint_len && hint[0] == '{') ps.hint = hint, ps.hint_len = hint_len;
     *out = NULL;
     jnode *n = NULL;
     cf_code rc = parse_value(&ps, &n);
@@ -385,6 +402,7 @@ cf_code json_parse_lazy(cf_arena *arena, const char *data, size_t len, const cha
     }
     free(ps.stack);
     free(ps.sbuf);
+    if (hint_hit) *hint_hit = !rc && ps.hint_hit;
     if (!rc) *out = n;
     return rc;
 }

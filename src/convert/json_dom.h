@@ -62,6 +62,13 @@ cf_code json_parse(cf_arena *arena, const char *data, size_t len, jnode **out, c
 cf_code json_parse_lazy(cf_arena *arena, const char *data, size_t len, const char *lazy_key, jnode **out,
                         cf_err *err);
 
+/* As json_parse_lazy, with a hint: the text of an object seen before as the
+ * lazy member. When the member's bytes start with it, the member is that
+ * object (its closing brace ends it) and is taken without a scan;
+ * *hint_hit tells. Saves the scan of an unchanged schema in every message. */
+cf_code json_parse_lazy_hint(cf_arena *arena, const char *data, size_t len, const char *lazy_key, const char *hint,
+                             size_t hint_len, bool *hint_hit, jnode **out, cf_err *err);
+
 /* Member lookup (NULL if absent). */
 const jnode *json_get(const jnode *obj, const char *key);
 

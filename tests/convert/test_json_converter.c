@@ -820,6 +820,51 @@ static void testCacheSchemaToConnectConversion(void **st) {
     cf_converter_destroy(c);
 }
 
+/* The converter takes the bytes of the last message's schema as a hint and
+ * skips the scan when they repeat; a message whose schema starts with those
+ * bytes but is not that object must still be read (or refused) in full. */
+static void lastSchemaHint(void **st) {
+    (void)st;
+    cf_converter *c = conv(false, NULL);
+    sv r = to_connect(c, "{\"schema\":{\"type\":\"int32\"},\"payload\":7}");
+    assert_int_equal(r.schema->type, CF_INT32);
+    sv_free(&r);
+    r = to_connect(c, "{\"schema\":{\"type\":\"int32\"},\"payload\":8}");
+    assert_int_equal(r.schema->type, CF_INT32);
+    assert_int_equal(r.value->u.i, 8);
+    sv_free(&r);
+    cf_err e;
+    /* the hint's bytes followed by garbage: the parser goes on after them */
+    assert_int_equal(to_connect_err(c, "{\"schema\":{\"type\":\"int32\"}x,\"payload\":8}", &e), CF_ERR_INVALID);
+    assert_non_null(strstr(e.message, "invalid JSON"));
+    /* the hint's bytes then the end of the input */
+    assert_int_equal(to_connect_err(c, "{\"schema\":{\"type\":\"int32\"}", &e), CF_ERR_INVALID);
+    /* a different schema after the hinted one, then the hinted one again */
+    r = to_connect(c, "{\"schema\":{\"type\":\"int32\",\"optional\":true},\"payload\":null}");
+    assert_true(r.schema->optional);
+    assert_null(r.value);
+    sv_free(&r);
+    r = to_connect(c, "{\"schema\":{\"type\":\"int32\"},\"payload\":9}");
+    assert_false(r.schema->optional);
+    assert_int_equal(r.value->u.i, 9);
+    sv_free(&r);
+    /* payload first, then the schema */
+    r = to_connect(c, "{\"payload\":10,\"schema\":{\"type\":\"int32\"}}");
+    assert_int_equal(r.value->u.i, 10);
+    sv_free(&r);
+    /* a bad payload under a hinted schema is still an error */
+    assert_int_equal(to_connect_err(c, "{\"schema\":{\"type\":\"int32\"},\"payload\":\"x\"}", &e), CF_ERR_SCHEMA);
+    cf_converter_destroy(c);
+    /* with the cache off there is no hint */
+    c = conv(false, "schemas.cache.size", "0", NULL);
+    for (int i = 0; i < 2; i++) {
+        r = to_connect(c, "{\"schema\":{\"type\":\"int32\"},\"payload\":8}");
+        assert_int_equal(r.value->u.i, 8);
+        sv_free(&r);
+    }
+    cf_converter_destroy(c);
+}
+
 static void testCacheSchemaToJsonConversion(void **st) {
     (void)st;
     cf_converter *c = conv(false, "schemas.cache.size", "1", NULL);
@@ -1157,6 +1202,7 @@ int main(void) {
         cmocka_unit_test(noSchemaToConnect),
         cmocka_unit_test(noSchemaToJson),
         cmocka_unit_test(testCacheSchemaToJsonConversion),
+        cmocka_unit_test(lastSchemaHint),
         cmocka_unit_test(testStringHeaderToJson),
         cmocka_unit_test(stringHeaderToConnect),
         cmocka_unit_test(replaceNullWithDefault),
