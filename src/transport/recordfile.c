@@ -19,6 +19,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <unistd.h>
 
 #include "cdcflow/text.h"
@@ -145,47 +148,73 @@ static void skip_ws(parser *p) {
 }
 
 /* A JSON string at p->i into out (bytes; raw non-UTF-8 bytes kept). */
+/* Unescaping never makes a string longer (\uXXXX is 6 bytes for at most 3,
+ * a surrogate pair 12 for 4), so the rest of the line bounds the result: the
+ * buffer is reserved once and written directly. Payloads that are JSON
+ * (the common case) have an escape every few bytes; a call per escape made
+ * this the reader's hot spot. */
 static cf_code parse_string(parser *p, cf_buf *out) {
     cf_buf_reset(out);
     size_t start = p->i;
     if (p->i >= p->n || p->s[p->i] != '"') return perr(p, p->i, "expected a string%s", NULL);
-    p->i++;
-    size_t beg = p->i;
-    while (1) {
-        if (p->i >= p->n) return perr(p, start, "unterminated string%s", NULL);
-        unsigned char c = (unsigned char)p->s[p->i];
-        if (c == '"') break;
-        if (c < 0x20) return perr(p, p->i, "raw control character in a string (must be escaped as \\u00XX)%s", NULL);
-        if (c != '\\') {
-            p->i++;
+    const char *s = p->s;
+    size_t n = p->n, i = p->i + 1, o = 0;
+    cf_buf_reserve(out, n - i);
+    char *d = out->data;
+    for (;;) {
+#ifdef __SSE2__
+        /* 16 bytes at a time up to the next '"', '\\' or control byte; the
+         * store may write past the run (never past the reserved room, as
+         * o <= i - start and i + 16 <= n), later bytes overwrite it */
+        while (i + 16 <= n) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                         _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                                            _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)), _mm_set1_epi8(0x1f)));
+            _mm_storeu_si128((__m128i *)(d + o), v);
+            unsigned m = (unsigned)_mm_movemask_epi8(special);
+            if (!m) {
+                i += 16, o += 16;
+                continue;
+            }
+            unsigned k = (unsigned)__builtin_ctz(m);
+            i += k, o += k;
+            break;
+        }
+#endif
+        if (i >= n) return perr(p, start, "unterminated string%s", NULL);
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            d[o++] = (char)c;
+            i++;
             continue;
         }
-        cf_buf_append(out, p->s + beg, p->i - beg);
-        size_t esc_at = p->i;
-        p->i++;
-        if (p->i >= p->n) return perr(p, esc_at, "unterminated escape%s", NULL);
-        char e = p->s[p->i++];
+        if (c == '"') break;
+        if (c < 0x20) return perr(p, i, "raw control character in a string (must be escaped as \\u00XX)%s", NULL);
+        size_t esc_at = i++;
+        if (i >= n) return perr(p, esc_at, "unterminated escape%s", NULL);
+        char e = s[i++];
         switch (e) {
-        case '"': cf_buf_append_byte(out, '"'); break;
-        case '\\': cf_buf_append_byte(out, '\\'); break;
-        case '/': cf_buf_append_byte(out, '/'); break;
-        case 'b': cf_buf_append_byte(out, '\b'); break;
-        case 'f': cf_buf_append_byte(out, '\f'); break;
-        case 'n': cf_buf_append_byte(out, '\n'); break;
-        case 'r': cf_buf_append_byte(out, '\r'); break;
-        case 't': cf_buf_append_byte(out, '\t'); break;
+        case '"': d[o++] = '"'; break;
+        case '\\': d[o++] = '\\'; break;
+        case '/': d[o++] = '/'; break;
+        case 'b': d[o++] = '\b'; break;
+        case 'f': d[o++] = '\f'; break;
+        case 'n': d[o++] = '\n'; break;
+        case 'r': d[o++] = '\r'; break;
+        case 't': d[o++] = '\t'; break;
         case 'u': {
             uint32_t cp = 0;
             size_t end;
-            switch (cf_unicode_escape(p->s, p->n, p->i, &cp, &end)) {
+            switch (cf_unicode_escape(s, n, i, &cp, &end)) {
             case CF_UESC_OK: break;
             case CF_UESC_BAD_HEX: return perr(p, esc_at, "\\u must be followed by four hex digits%s", NULL);
             case CF_UESC_NO_LOW:
                 return perr(p, esc_at, "high surrogate \\u escape without a low surrogate after it%s", NULL);
             case CF_UESC_LONE_LOW: return perr(p, esc_at, "lone low surrogate \\u escape%s", NULL);
             }
-            p->i = end;
-            cf_buf_append_utf8(out, cp);
+            i = end;
+            o += cf_utf8_encode(cp, d + o);
             break;
         }
         default: {
@@ -193,11 +222,10 @@ static cf_code parse_string(parser *p, cf_buf *out) {
             return perr(p, esc_at, "invalid escape \\%s", bad);
         }
         }
-        beg = p->i;
     }
-    cf_buf_append(out, p->s + beg, p->i - beg);
-    p->i++; /* closing quote */
-    if (!out->data) cf_buf_append(out, "", 0);
+    out->len = o;
+    d[o] = 0;
+    p->i = i + 1; /* closing quote */
     return CF_OK;
 }
 

@@ -242,6 +242,68 @@ static void test_round_trip_random(void **state) {
     cf_msg_destroy(back);
 }
 
+/* Strings are scanned 16 bytes at a time: a raw control byte, an escape or
+ * the closing quote at every position of a block, and runs longer than a
+ * block, give the same result and the same error columns as byte by byte. */
+static void test_string_blocks(void **state) {
+    (void)state;
+    cf_msg *m = cf_msg_new(), *back = cf_msg_new();
+    char line[256], want[128];
+    cf_err err;
+    for (int pos = 0; pos < 48; pos++) {
+        /* a raw control byte at pos: refused, column of that byte */
+        memset(want, 'a', 60);
+        want[pos] = '\x01';
+        snprintf(line, sizeof line, "{\"payload\":\"%.60s\"}", want);
+        assert_int_equal(cf_recordfile_parse(line, strlen(line), m, &err), CF_ERR_CORRUPT);
+        char col[32];
+        snprintf(col, sizeof col, "column %d", 13 + pos);
+        assert_string_equal(err.where, col);
+        assert_non_null(strstr(err.detail, "raw control character"));
+        /* every escape kind at pos, in a 60-byte string */
+        static const char *const esc[] = {"\\\"", "\\\\", "\\/", "\\n", "\\t", "\\u00e9", "\\ud83d\\ude00"};
+        static const char *const raw[] = {"\"", "\\", "/", "\n", "\t", "\xc3\xa9", "\xf0\x9f\x98\x80"};
+        for (size_t e = 0; e < sizeof esc / sizeof *esc; e++) {
+            snprintf(line, sizeof line, "{\"payload\":\"%.*s%s%.*s\"}", pos, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+                     esc[e], 60 - pos, "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc");
+            assert_int_equal(cf_recordfile_parse(line, strlen(line), back, &err), CF_OK);
+            snprintf(want, sizeof want, "%.*s%s%.*s", pos, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", raw[e],
+                     60 - pos, "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc");
+            assert_int_equal(back->value_len, strlen(want));
+            assert_memory_equal(back->value, want, strlen(want));
+        }
+        /* the closing quote at pos, then the rest of the object */
+        snprintf(line, sizeof line, "{\"payload\":\"%.*s\",\"key\":\"k\"}", pos,
+                 "dddddddddddddddddddddddddddddddddddddddddddddddddddd");
+        assert_int_equal(cf_recordfile_parse(line, strlen(line), back, &err), CF_OK);
+        assert_int_equal(back->value_len, (size_t)pos);
+        assert_string_equal(back->key, "k");
+        /* unterminated after pos bytes: the column of the opening quote */
+        snprintf(line, sizeof line, "{\"payload\":\"%.*s", pos, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
+        assert_int_equal(cf_recordfile_parse(line, strlen(line), m, &err), CF_ERR_CORRUPT);
+        assert_string_equal(err.where, "column 12");
+    }
+    /* round trip of text with control bytes and multi-byte UTF-8 */
+    static const char *const parts[] = {"x", "\"", "\\", "\n", "\x01", "\x1f", "\xc3\xa9", "\xe2\x82\xac", "abcdefghijklmnopq", " "};
+    char buf[2048];
+    for (int it = 0; it < 500; it++) {
+        size_t n = 0;
+        for (int k = (int)(rnd() % 120); k > 0; k--) {
+            const char *p = parts[rnd() % (sizeof parts / sizeof *parts)];
+            memcpy(buf + n, p, strlen(p));
+            n += strlen(p);
+        }
+        cf_msg_clear(m);
+        cf_msg_set_value(m, buf, n);
+        char *l = fmt(m);
+        if (cf_recordfile_parse(l, strlen(l), back, &err) != CF_OK) fail_msg("%s: %s", l, err.detail);
+        assert_msg_equal(m, back);
+        free(l);
+    }
+    cf_msg_destroy(m);
+    cf_msg_destroy(back);
+}
+
 static void test_reader_writer_file(void **state) {
     (void)state;
     char path[256];
@@ -346,6 +408,7 @@ int main(void) {
         cmocka_unit_test(test_reads_kcat_raw_bytes),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_round_trip_random),
+        cmocka_unit_test(test_string_blocks),
         cmocka_unit_test(test_reader_writer_file),
         cmocka_unit_test(test_reader_long_lines),
     };
