@@ -18,8 +18,15 @@
  *   PostgreSQL batched single-row prepared upserts/deletes (PQexecPrepared
  *              per event, a transaction per 10,000 events).
  *
+ * End to end from a record file (the issue's figure, SQLite): the same
+ * events written as a record file (kcat's envelope, JsonConverter bytes;
+ * not measured), then `cdcflow run SINK.json --input FILE` timed as a whole
+ * process (read the file, convert, route, apply, commit offsets), against
+ * the bare loop above; final rows checked equal.
+ *
  *   build/bench/bench_sink [N] [sqlite|postgres|all]   (postgres needs CF_TEST_PG)
  *   BENCH_DIR=/dev/shm puts the SQLite files on tmpfs (CPU cost without the disk)
+ *   CF_CLI=path/to/cdcflow (default: ../cdcflow beside this program)
  */
 #include <inttypes.h>
 #include <libpq-fe.h>
@@ -28,12 +35,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../tests/sink/cdc_gen.h"
 #include "cdcflow/convert.h"
 #include "cdcflow/log.h"
 #include "cdcflow/props.h"
+#include "cdcflow/recordfile.h"
 #include "cdcflow/sink.h"
 
 #define KEYS 200000
@@ -180,6 +189,76 @@ static void print_run(const char *what, const run_result *r) {
     printf("  %s: %zu events in %.2f s = %.0f events/s (conversion %.2f s, routing %.2f s, database %.2f s); "
            "%zu final rows\n",
            what, r->events, r->total, r->events / r->total, r->conv, r->route, r->db, r->rows);
+}
+
+/* ---------------- end to end: cdcflow run --input ---------------- */
+
+/* The events as a record file (what `kcat -C -J` prints of the topic). */
+static int write_recordfile(const char *path, size_t n) {
+    ops o;
+    ops_init(&o);
+    cf_props *pp = cf_props_new();
+    cf_props_set(pp, "schemas.enable", "true");
+    cf_converter *kc, *vc;
+    cf_err e;
+    if (cf_converter_new("json", pp, true, &kc, &e) || cf_converter_new("json", pp, false, &vc, &e)) return 1;
+    cf_recordfile_writer *w;
+    if (cf_recordfile_writer_open(path, false, &w, &e)) {
+        fprintf(stderr, "%s: %s\n", path, e.message);
+        return 1;
+    }
+    cf_msg *m = cf_msg_new();
+    for (size_t i = 0; i < n; i++) {
+        int del;
+        gen_row row;
+        int32_t id = ops_next(&o, &del, &row);
+        cf_value *kv = cf_value_struct(cf_schema_ref(o.g.key_s));
+        cf_value_struct_set(kv, "id", cf_value_int32(id), NULL);
+        cf_value *vv = gen_row_value(&row, o.g.val_s, del ? "true" : "false", 0);
+        char *kb, *vb;
+        size_t kl, vl;
+        cf_converter_from_connect(kc, o.g.topic, o.g.key_s, kv, &kb, &kl, &e);
+        cf_converter_from_connect(vc, o.g.topic, o.g.val_s, vv, &vb, &vl, &e);
+        cf_value_destroy(kv);
+        cf_value_destroy(vv);
+        cf_msg_clear(m);
+        cf_msg_set_topic(m, o.g.topic);
+        m->partition = 0;
+        m->offset = (int64_t)i;
+        cf_msg_set_key(m, kb, kl);
+        cf_msg_set_value(m, vb, vl);
+        free(kb), free(vb);
+        if (cf_recordfile_write(w, m, &e)) return 1;
+    }
+    cf_msg_destroy(m);
+    int rc = cf_recordfile_writer_close(w, &e) != CF_OK;
+    cf_converter_destroy(kc), cf_converter_destroy(vc);
+    cf_props_destroy(pp);
+    gen_free(&o.g);
+    return rc;
+}
+
+/* Runs `cdcflow run` in dir on the record file; returns the wall time or -1. */
+static double run_cli(const char *cli, const char *dir, const char *input, const char *db) {
+    char conf[512], cmd[2048];
+    snprintf(conf, sizeof conf, "%s/bench_sink_%d.json", dir, (int)getpid());
+    FILE *f = fopen(conf, "w");
+    if (!f) return -1;
+    fprintf(f,
+            "{\"name\":\"bench\",\"config\":{\"connector.class\":\"cdc-sink\",\"topics\":\"bench.public.customers\","
+            "\"sqlite.path\":\"%s\",\"key.converter\":\"org.apache.kafka.connect.json.JsonConverter\","
+            "\"value.converter\":\"org.apache.kafka.connect.json.JsonConverter\"}}\n",
+            db);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && '%s' run '%s' --input '%s' --worker /dev/null 2> bench_sink_cli_%d.log || "
+             "{ cat bench_sink_cli_%d.log >&2; exit 1; }",
+             dir, cli, conf, input, (int)getpid(), (int)getpid());
+    double t0 = now();
+    int rc = system(cmd);
+    double t = now() - t0;
+    unlink(conf);
+    return rc == 0 ? t : -1;
 }
 
 /* ---------------- SQLite baseline ---------------- */
@@ -389,8 +468,39 @@ int main(int argc, char **argv) {
                "(baseline / conversion+routing+database) = %.2f  [target >= 0.80]\n",
                tb / r.db, tb / (r.route + r.db), tb / r.total);
         if (d1 != d2) rc = 1;
-        unlink(path), unlink(base);
         char p2[300];
+        /* end to end from a record file, with the cdcflow binary */
+        char cli[512], rf[300];
+        if (getenv("CF_CLI")) snprintf(cli, sizeof cli, "%s", getenv("CF_CLI"));
+        else {
+            snprintf(cli, sizeof cli, "%s", argv[0]);
+            char *slash = strrchr(cli, '/');
+            snprintf(slash ? slash + 1 : cli, sizeof cli - (size_t)(slash ? slash + 1 - cli : 0), "../cdcflow");
+            char *abs = realpath(cli, NULL); /* the command runs in dir */
+            if (abs) snprintf(cli, sizeof cli, "%s", abs);
+            free(abs);
+        }
+        snprintf(rf, sizeof rf, "%s/bench_sink_%d.jsonl", dir, (int)getpid());
+        unlink(path);
+        if (write_recordfile(rf, n)) return 1;
+        double te = run_cli(cli, dir, rf, path);
+        double tb2 = sqlite_baseline(base, n, 0, &brows);
+        if (te < 0) {
+            fprintf(stderr, "cdcflow run failed (CF_CLI=%s)\n", cli);
+            return 1;
+        }
+        uint64_t d3 = sq_digest(path, "bench_public_customers");
+        struct stat stt;
+        double mb = stat(rf, &stt) == 0 ? stt.st_size / 1e6 : 0;
+        printf("  end to end, `cdcflow run --input` on a %.0f MB record file: %.2f s = %.0f events/s; baseline again "
+               "%.2f s; same final rows: %s\n",
+               mb, te, n / te, tb2, d3 == d2 ? "yes" : "NO");
+        printf("  ratio (baseline time / cdcflow run time) = %.2f  [target >= 0.80]\n", (tb + tb2) / 2 / te);
+        if (d3 != d2) rc = 1;
+        unlink(rf);
+        snprintf(p2, sizeof p2, "%s/cdcflow.offsets.json", dir), unlink(p2);
+        snprintf(p2, sizeof p2, "%s/bench_sink_cli_%d.log", dir, (int)getpid()), unlink(p2);
+        unlink(path), unlink(base);
         snprintf(p2, sizeof p2, "%s-wal", path), unlink(p2);
         snprintf(p2, sizeof p2, "%s-shm", path), unlink(p2);
         snprintf(p2, sizeof p2, "%s-wal", base), unlink(p2);
