@@ -139,9 +139,10 @@ bool cf_schema_equal(const cf_schema *a, const cf_schema *b);
 /* --- values --- */
 struct cf_value {
     cf_type type;
-    /* CF_VALUE_INLINE: the STRING/BYTES text lives in the same allocation as
-     * the value (one malloc instead of two). Never free or replace u.s.ptr
-     * yourself; cf_value_destroy knows. */
+    /* CF_VALUE_INLINE: the STRING/BYTES text, or a small MAP's key and
+     * value slots, live in the same allocation as the value (one malloc
+     * instead of two or three); STRUCT field slots always do. Never free or
+     * replace u.s.ptr, u.map.keys/vals or u.st.fields yourself. */
     uint8_t flags;
     union {
         int64_t i; /* INT8..INT64, Date/Time/Timestamp */

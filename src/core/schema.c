@@ -318,13 +318,33 @@ void cf_value_array_push(cf_value *arr, cf_value *item) {
     arr->u.arr.items[arr->u.arr.len++] = item;
 }
 
-cf_value *cf_value_map(void) { return value_new(CF_MAP); }
+/* A map starts with MAP_INLINE entries in the value's own allocation (keys
+ * then values), one malloc for the small maps that source partitions and
+ * offsets are; it grows into one separate block (keys, then values). */
+#define MAP_INLINE 4
+
+cf_value *cf_value_map(void) {
+    cf_value *v = cf_xmalloc(sizeof *v + 2 * MAP_INLINE * sizeof(cf_value *));
+    memset(v, 0, sizeof *v);
+    v->type = CF_MAP;
+    v->flags = CF_VALUE_INLINE;
+    v->u.map.keys = (cf_value **)(v + 1);
+    v->u.map.vals = v->u.map.keys + MAP_INLINE;
+    v->u.map.cap = MAP_INLINE;
+    return v;
+}
 
 void cf_value_map_put(cf_value *map, cf_value *key, cf_value *val) {
     if (map->u.map.len == map->u.map.cap) {
-        map->u.map.cap = map->u.map.cap ? map->u.map.cap * 2 : 4;
-        map->u.map.keys = cf_xrealloc(map->u.map.keys, map->u.map.cap * sizeof(cf_value *));
-        map->u.map.vals = cf_xrealloc(map->u.map.vals, map->u.map.cap * sizeof(cf_value *));
+        size_t cap = map->u.map.cap * 2, len = map->u.map.len;
+        cf_value **block = cf_xmalloc(2 * cap * sizeof(cf_value *));
+        memcpy(block, map->u.map.keys, len * sizeof(cf_value *));
+        memcpy(block + cap, map->u.map.vals, len * sizeof(cf_value *));
+        if (!(map->flags & CF_VALUE_INLINE)) free(map->u.map.keys);
+        map->flags &= (uint8_t)~CF_VALUE_INLINE;
+        map->u.map.keys = block;
+        map->u.map.vals = block + cap;
+        map->u.map.cap = cap;
     }
     map->u.map.keys[map->u.map.len] = key;
     map->u.map.vals[map->u.map.len] = val;
@@ -340,10 +360,14 @@ cf_value *cf_value_map_get_str(const cf_value *map, const char *key) {
     return NULL;
 }
 
+/* The field slots follow the value in one allocation (the field count of a
+ * struct never changes). */
 cf_value *cf_value_struct(cf_schema *schema) {
-    cf_value *v = value_new(CF_STRUCT);
+    size_t n = schema->n_fields;
+    cf_value *v = cf_xcalloc(1, sizeof *v + n * sizeof(cf_value *));
+    v->type = CF_STRUCT;
     v->u.st.schema = schema;
-    v->u.st.fields = cf_xcalloc(schema->n_fields ? schema->n_fields : 1, sizeof(cf_value *));
+    v->u.st.fields = (cf_value **)(v + 1);
     return v;
 }
 
@@ -386,13 +410,11 @@ void cf_value_destroy(cf_value *v) {
             cf_value_destroy(v->u.map.keys[i]);
             cf_value_destroy(v->u.map.vals[i]);
         }
-        free(v->u.map.keys);
-        free(v->u.map.vals);
+        if (!(v->flags & CF_VALUE_INLINE)) free(v->u.map.keys);
         break;
     case CF_STRUCT:
         for (size_t i = 0; i < v->u.st.schema->n_fields; i++) cf_value_destroy(v->u.st.fields[i]);
-        free(v->u.st.fields);
-        cf_schema_unref(v->u.st.schema);
+        cf_schema_unref(v->u.st.schema); /* fields live in the value's allocation */
         break;
     default: break;
     }
