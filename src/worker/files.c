@@ -59,7 +59,6 @@ static cf_code fout_send(void *st, cf_msg *m, cf_ack *ack, cf_err *err) {
     }
     f->pending[f->n++] = ack;
     pthread_mutex_unlock(&f->mu);
-    cf_msg_destroy(m);
     return CF_OK;
 }
 

@@ -253,7 +253,6 @@ static cf_code prod_send(void *st, cf_msg *m, cf_ack *ack, cf_err *err) {
         cf_err_detail(err, "%s", rd_kafka_err2str(e));
         return CF_ERR_TRANSPORT;
     }
-    cf_msg_destroy(m);
     return CF_OK;
 }
 
@@ -715,6 +714,12 @@ cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_
         ensure_topic(o->p.rk, topic, parts, (int)cf_config_int(cfg, "offset.storage.replication.factor"));
     else if (trc)
         CF_DEBUG(COMP, "embedded cluster: topic %s: %s", topic, te.message);
+    {
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(o->p.rk, topic, NULL);
+        if (rkt && rd_kafka_metadata(o->p.rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
+        if (rkt) rd_kafka_topic_destroy(rkt);
+    }
     cf_offset_store *s = cf_offset_store_new_backend(&ot_backend, o);
     cf_code rc = load_topic(w, s, topic, err);
     if (rc) {

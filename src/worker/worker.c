@@ -5,11 +5,12 @@
  *
  * SOURCE TASK LOOP (Connect's WorkerSourceTask)
  *   poll -> transforms -> converters -> send (Kafka / record file) or hand
- *   to the sinks (direct). Every record gets a cf_ack, queued in poll order.
- *   Acknowledgements arrive from other threads (delivery reports, sink
- *   flushes) as an atomic decrement; the task thread walks the queue from
- *   its head and stores the offset of every fully acknowledged record, so an
- *   offset is never stored before a record polled earlier was acknowledged.
+ *   to the sinks (direct). Every poll batch gets a cf_ack (a group), queued
+ *   in poll order; each message sent adds one to its count. Acknowledgements
+ *   arrive from other threads (delivery reports, sink flushes) as an atomic
+ *   decrement; the task thread walks the queue from its head and stores the
+ *   offsets of every fully acknowledged group, so an offset is never stored
+ *   before a record polled earlier was acknowledged.
  *   The store is flushed every offset.flush.interval.ms and at stop.
  *   When the transport's queue is full the task stops polling (back-pressure)
  *   and retries with exponential backoff, logging one line per step.
@@ -47,7 +48,7 @@
 #define COMP "worker"
 #define SOURCE_BATCH 500
 #define SINK_BATCH 500
-#define MAX_INFLIGHT 20000     /* source records not yet acknowledged */
+#define MAX_INFLIGHT 100000    /* source records not yet acknowledged */
 #define DIRECT_QUEUE_MAX 10000 /* records waiting in a direct sink's queue */
 
 /* ---------------- worker settings ---------------- */
@@ -250,21 +251,27 @@ void cf_ack_done(cf_ack *a, bool ok) {
     atomic_fetch_sub(&a->pending, 1);
 }
 
-static cf_ack *ack_new(cf_record *rec) {
+static cf_ack *ack_new(void) {
     cf_ack *a = cf_xcalloc(1, sizeof *a);
     atomic_init(&a->pending, 1);
     atomic_init(&a->failed, false);
-    a->rec = rec;
     return a;
 }
 
-static void ack_free(cf_ack *a) {
-    if (a->pref && --a->pref->refs == 0) {
-        cf_value_destroy(a->pref->part);
-        free(a->pref);
+/* Free what an ack holds; the ack and its arrays stay for reuse. */
+static void ack_clear(cf_ack *a) {
+    for (size_t i = 0; i < a->n_offs; i++) {
+        cf_value_destroy(a->offs[i].part);
+        cf_value_destroy(a->offs[i].off);
     }
-    cf_value_destroy(a->src_off);
-    cf_record_destroy(a->rec);
+    for (size_t i = 0; i < a->n_recs; i++) cf_record_destroy(a->recs[i]);
+    a->n_offs = a->n_recs = a->n_records = 0;
+}
+
+static void ack_free(cf_ack *a) {
+    ack_clear(a);
+    free(a->offs);
+    free(a->recs);
     free(a);
 }
 
@@ -382,7 +389,7 @@ static cf_code report_error(task *t, cf_stage stage, const char *class_name, con
         m->offset = CF_OFFSET_NONE;
         if (c->dlq_headers) cf_dlq_add_headers(m, orig, part, off, c->name, t->id, stage, class_name, problem);
         free(orig);
-        cf_ack *a = ack_new(NULL);
+        cf_ack *a = ack_new();
         cf_err e2;
         cf_code rc;
         int backoff = 100;
@@ -390,8 +397,8 @@ static cf_code report_error(task *t, cf_stage stage, const char *class_name, con
             t->dlq.serve(t->dlq.state, backoff);
             if (backoff < 10000) backoff *= 2;
         }
+        cf_msg_destroy(m);
         if (rc) {
-            cf_msg_destroy(m);
             ack_free(a);
             if (err) *err = e2;
             return rc;
@@ -720,10 +727,50 @@ typedef struct srcstate {
     task *t;
     void *plugin_task;
     cf_msg_out *out;
-    cf_ack *head, *tail;
-    size_t inflight;
+    cf_ack *head, *tail; /* groups in poll order */
+    cf_ack *open;        /* the group of the batch being sent */
+    size_t inflight;     /* records in the queued groups */
     int64_t last_flush_us;
+    cf_ack *spare; /* groups whose offsets were stored, for reuse */
 } srcstate;
+
+/* Open the group of a poll batch (queued at once: its guard count keeps it
+ * pending until src_group_close). */
+static void src_group_open(srcstate *s) {
+    cf_ack *g = s->spare;
+    if (g) {
+        s->spare = g->next;
+        atomic_store(&g->pending, 1);
+        atomic_store(&g->failed, false);
+        g->next = NULL;
+    } else {
+        g = ack_new();
+    }
+    if (s->tail) s->tail->next = g;
+    else s->head = g;
+    s->tail = g;
+    s->open = g;
+}
+
+static void src_group_close(srcstate *s) {
+    if (!s->open) return;
+    cf_ack_done(s->open, true); /* the guard */
+    s->open = NULL;
+}
+
+static void src_group_release(srcstate *s, cf_ack *g) {
+    ack_clear(g);
+    g->next = s->spare;
+    s->spare = g;
+}
+
+static void src_spare_free(srcstate *s) {
+    while (s->spare) {
+        cf_ack *a = s->spare;
+        s->spare = a->next;
+        ack_free(a);
+    }
+}
 
 /* Same source partition for the offset store? Only an exact match counts
  * (maps compare as maps, as the store's canonical key does; floats by their
@@ -762,28 +809,27 @@ static bool same_partition(const cf_value *a, const cf_value *b) {
 
 #define PUT_SLOTS 8
 
-/* Store the offsets of the acknowledged records at the head of the queue,
- * in poll order, up to the first one not yet acknowledged.
+/* Store the offsets of the acknowledged groups at the head of the queue, in
+ * poll order, up to the first one not yet acknowledged.
  *
  * The store keeps only the latest offset of each source partition, and
  * putting one costs a few JSON serialisations, so of a run of acknowledged
- * records only the last offset per partition is put (the store ends in
- * the same state as if every one had been put, and nothing is flushed in
- * between; the key is written in the map order of the first record of a run
- * of equal partitions). commit_record is called after its offset was put. */
+ * groups only the last offset per partition is put (the store ends in the
+ * same state as if every one had been put, and nothing is flushed in
+ * between). commit_record is called after the offsets were put. */
 static cf_code src_commit_acked(srcstate *s, cf_err *err) {
     task *t = s->t;
     conn *c = t->c;
     /* 1. detach the acknowledged prefix */
     cf_ack *first = s->head, *last = NULL, *a = s->head;
     size_t n = 0;
-    while (a && atomic_load(&a->pending) == 0 && !atomic_load(&a->failed)) {
+    while (a && a != s->open && atomic_load(&a->pending) == 0 && !atomic_load(&a->failed)) {
         last = a;
+        n += a->n_records;
         a = a->next;
-        n++;
     }
-    bool undelivered = a && atomic_load(&a->pending) == 0 && atomic_load(&a->failed);
-    if (n) {
+    bool undelivered = a && a != s->open && atomic_load(&a->pending) == 0 && atomic_load(&a->failed);
+    if (last) {
         s->head = a;
         if (!a) s->tail = NULL;
         last->next = NULL;
@@ -793,16 +839,10 @@ static cf_code src_commit_acked(srcstate *s, cf_err *err) {
             const cf_value *part, *off;
         } slot[PUT_SLOTS];
         size_t ns = 0;
-        const cf_part_ref *cur_ref = NULL; /* the partition of slot[cur] */
-        size_t cur = 0;
-        for (cf_ack *x = first; x; x = x->next) {
-            const cf_value *part = x->pref ? x->pref->part : NULL;
-            if (!part && !x->src_off) continue;
-            size_t i;
-            if (x->pref && x->pref == cur_ref) {
-                i = cur; /* same run of one partition: no comparison needed */
-            } else {
-                i = 0;
+        for (cf_ack *x = first; x; x = x->next)
+            for (size_t k = 0; k < x->n_offs; k++) {
+                const cf_value *part = x->offs[k].part;
+                size_t i = 0;
                 while (i < ns && !same_partition(slot[i].part, part)) i++;
                 if (i == ns && ns == PUT_SLOTS) { /* many partitions: put what we have, in order */
                     for (size_t j = 0; j < ns; j++)
@@ -810,20 +850,18 @@ static cf_code src_commit_acked(srcstate *s, cf_err *err) {
                     ns = i = 0;
                 }
                 if (i == ns) ns++;
+                slot[i].part = part; /* the latest key form, as a put of each would leave it */
+                slot[i].off = x->offs[k].off;
             }
-            slot[i].part = part; /* the latest key form, as a put of each would leave it */
-            slot[i].off = x->src_off;
-            cur = i;
-            cur_ref = x->pref;
-        }
         for (size_t j = 0; j < ns; j++) cf_offset_store_put(c->w->offsets, c->name, slot[j].part, slot[j].off);
-        /* 3. tell the plugin, free */
+        /* 3. tell the plugin, recycle */
         void (*commit_record)(void *, const cf_record *) = c->plugin->u.source.commit_record;
         while (first) {
             cf_ack *x = first;
             first = x->next;
-            if (commit_record && x->rec) commit_record(s->plugin_task, x->rec);
-            ack_free(x);
+            if (commit_record)
+                for (size_t k = 0; k < x->n_recs; k++) commit_record(s->plugin_task, x->recs[k]);
+            src_group_release(s, x);
         }
         atomic_fetch_add(&t->m.records_out, n);
     }
@@ -832,6 +870,50 @@ static cf_code src_commit_acked(srcstate *s, cf_err *err) {
         return cf_err_set(err, CF_ERR_TRANSPORT,
                           "a record of connector %s task %d was not delivered; offsets stop before it", c->name, t->id);
     return CF_OK;
+}
+
+/* Note a record's source partition and offset in the open group: the
+ * offset replaces the one of the same partition (the last one counts).
+ * move: take the record's values (it is freed after conversion and nothing
+ * reads them); else copies (a transform chain takes the record). */
+static void src_group_note(srcstate *s, cf_record *rec, bool move) {
+    cf_ack *g = s->open;
+    g->n_records++;
+    s->inflight++;
+    if (s->t->c->plugin->u.source.commit_record) {
+        if (g->n_recs == g->cap_recs) {
+            g->cap_recs = g->cap_recs ? g->cap_recs * 2 : 64;
+            g->recs = cf_xrealloc(g->recs, g->cap_recs * sizeof *g->recs);
+        }
+        cf_record *r = cf_record_new();
+        cf_record_set_source(r, cf_value_clone(rec->source_partition), cf_value_clone(rec->source_offset));
+        cf_record_set_topic(r, rec->topic);
+        g->recs[g->n_recs++] = r;
+    }
+    cf_value *part = rec->source_partition, *off = rec->source_offset;
+    if (!part && !off) return;
+    cf_ack_off *e = NULL;
+    /* runs of one partition are the rule; look back a few entries only (a
+     * partition seen again later gets a second entry, put after the first;
+     * updating an earlier entry is safe: partitions are independent) */
+    for (size_t k = g->n_offs; k > 0 && k + 8 > g->n_offs; k--)
+        if (same_partition(g->offs[k - 1].part, part)) {
+            e = &g->offs[k - 1];
+            break;
+        }
+    if (!e) {
+        if (g->n_offs == g->cap_offs) {
+            g->cap_offs = g->cap_offs ? g->cap_offs * 2 : 4;
+            g->offs = cf_xrealloc(g->offs, g->cap_offs * sizeof *g->offs);
+        }
+        e = &g->offs[g->n_offs++];
+        e->part = move ? part : cf_value_clone(part);
+        if (move) rec->source_partition = NULL;
+        e->off = NULL;
+    }
+    cf_value_destroy(e->off);
+    e->off = move ? off : cf_value_clone(off);
+    if (move) rec->source_offset = NULL;
 }
 
 static cf_code src_flush_offsets(srcstate *s, cf_err *err) {
@@ -850,56 +932,37 @@ static cf_code src_flush_offsets(srcstate *s, cf_err *err) {
     return CF_OK;
 }
 
+/* Free what a message on the stack holds; its topic is borrowed. */
+static void msg_release(cf_msg *m) {
+    m->topic = NULL;
+    cf_msg_clear(m);
+}
+
 /* Convert and send one record (taken). */
 static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     task *t = s->t;
     conn *c = t->c;
     cf_worker *w = c->w;
-    /* offsets travel with the ack even if a transform drops or rewrites the
-     * record (copies: moving the plugin's values would keep its scattered
-     * allocations alive until the acknowledgement, which costs more in
-     * cache misses and heap fragmentation than the copy) */
-    cf_ack *a = ack_new(NULL);
-    cf_part_ref *prev = s->tail ? s->tail->pref : NULL;
-    if (prev && same_partition(prev->part, rec->source_partition)) {
-        a->pref = prev; /* the run of one partition goes on: share it */
-        prev->refs++;
-    } else {
-        a->pref = cf_xmalloc(sizeof *a->pref);
-        a->pref->refs = 1;
-        a->pref->part = cf_value_clone(rec->source_partition);
-    }
-    a->src_off = cf_value_clone(rec->source_offset);
-    if (c->plugin->u.source.commit_record) {
-        a->rec = cf_record_new();
-        cf_record_set_source(a->rec, cf_value_clone(rec->source_partition), cf_value_clone(rec->source_offset));
-        cf_record_set_topic(a->rec, rec->topic);
-    }
-    if (s->tail) s->tail->next = a;
-    else s->head = a;
-    s->tail = a;
-    s->inflight++;
+    /* offsets travel with the group even if a transform drops or rewrites
+     * the record */
+    cf_ack *a = s->open;
+    src_group_note(s, rec, !t->chain);
 
     cf_record *r = NULL;
     cf_err pe;
     cf_err_clear(&pe);
     if (apply_transforms(t, rec, &r, &pe)) {
-        cf_code rc = report_error(t, CF_STAGE_TRANSFORMATION, "transforms", NULL, NULL, &pe, err);
-        cf_ack_done(a, true);
-        return rc;
+        return report_error(t, CF_STAGE_TRANSFORMATION, "transforms", NULL, NULL, &pe, err);
     }
-    if (!r) { /* filtered out: counts as done */
-        cf_ack_done(a, true);
-        return CF_OK;
-    }
+    if (!r) return CF_OK; /* filtered out: counts as done */
     if (w->mode == MODE_DIRECT && !w->has_file_out) {
         cf_code rc = direct_send(t, r, a, err);
         cf_record_destroy(r);
-        cf_ack_done(a, true); /* the guard */
         return rc;
     }
-    cf_msg *m = cf_msg_new();
-    cf_msg_set_topic(m, r->topic);
+    /* the message borrows the record's topic and takes the converters'
+     * bytes; the transport copies what it keeps */
+    cf_msg msg = {.topic = r->topic, .offset = -1}, *m = &msg;
     m->partition = r->partition;
     m->timestamp = r->timestamp;
     m->ts_type = r->ts_type;
@@ -907,27 +970,24 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     size_t len = 0;
     if (cf_converter_from_connect(t->kconv, r->topic, r->key_schema, r->key, &data, &len, &pe)) {
         cf_code rc = report_error(t, CF_STAGE_KEY_CONVERTER, conv_class(t->kconv), NULL, r, &pe, err);
-        cf_msg_destroy(m), cf_record_destroy(r);
-        cf_ack_done(a, true);
+        msg_release(m), cf_record_destroy(r);
         return rc;
     }
-    /* the message takes the converters' malloc'd bytes (a cf_msg owns its pointers) */
     m->key = data;
     m->key_len = data ? len : 0;
     data = NULL;
     if (cf_converter_from_connect(t->vconv, r->topic, r->value_schema, r->value, &data, &len, &pe)) {
         cf_code rc = report_error(t, CF_STAGE_VALUE_CONVERTER, conv_class(t->vconv), NULL, r, &pe, err);
-        cf_msg_destroy(m), cf_record_destroy(r);
-        cf_ack_done(a, true);
+        msg_release(m), cf_record_destroy(r);
         return rc;
     }
     m->value = data;
     m->value_len = data ? len : 0;
     headers_to_msg(r, m);
-    cf_record_destroy(r);
     size_t bytes = m->key_len + m->value_len;
     int backoff = 100, step = 0;
     cf_code rc;
+    atomic_fetch_add(&a->pending, 1); /* this message's acknowledgement */
     while ((rc = s->out->send(s->out->state, m, a, err)) == CF_ERR_AGAIN) {
         if (atomic_load(&t->stop)) break;
         step++;
@@ -939,8 +999,9 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
         src_commit_acked(s, NULL);
         if (backoff < 30000) backoff *= 2;
     }
+    msg_release(m);
+    cf_record_destroy(r);
     if (rc) {
-        cf_msg_destroy(m);
         cf_ack_done(a, false);
         if (rc == CF_ERR_AGAIN) return CF_OK; /* stopping: the record is re-polled next run */
         return rc;
@@ -1019,11 +1080,13 @@ static void *source_main(void *arg) {
         }
         size_t n = 0;
         cf_code rc = c->plugin->u.source.poll(s.plugin_task, recs, SOURCE_BATCH, &n, &err);
+        if (n) src_group_open(&s);
         for (size_t i = 0; i < n; i++) {
-            atomic_fetch_add(&t->m.records_in, 1);
             if (!failed && src_handle(&s, recs[i], &err)) failed = true;
             else if (failed) cf_record_destroy(recs[i]);
         }
+        atomic_fetch_add(&t->m.records_in, n);
+        src_group_close(&s);
         if (failed) break;
         if (rc == CF_ERR_EOF) {
             eof = true;
@@ -1117,6 +1180,7 @@ out:
         while (atomic_load(&a->pending) > 0) sleep_ms(1);
         ack_free(a);
     }
+    src_spare_free(&s);
     task_teardown(t);
     return NULL;
 }

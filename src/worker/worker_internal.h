@@ -36,27 +36,28 @@ cf_code cf_offset_store_load_record(cf_offset_store *s, const char *key, size_t 
 char *cf_worker_json_from_value(const cf_value *v);
 
 /* ---- acknowledgements ---- */
-/* One in-flight source record. `pending` counts the transports/sinks that
- * still have to acknowledge it; the source task commits offsets in poll
- * order up to the first entry with pending > 0. */
-/* A source partition value shared by the acks of the task thread that
- * carry it (reference counted on that thread only). */
-typedef struct cf_part_ref {
-    int refs;
-    cf_value *part; /* NULL: the records have no source partition */
-} cf_part_ref;
+/* One group of in-flight source records: a source task opens one per poll
+ * batch, so that a record costs one counter increment, not an allocation.
+ * `pending` counts the messages (or sink copies) sent and not yet
+ * acknowledged, plus one while the batch is still being sent; `failed` is
+ * set when one of them was not delivered. The source task stores offsets in
+ * poll order, group by group, up to the first group with pending > 0. */
+typedef struct cf_ack_off {
+    cf_value *part, *off; /* owned; NULL part: the records have none */
+} cf_ack_off;
 
 typedef struct cf_ack {
     atomic_int pending;
     atomic_bool failed;
-    /* The record's source partition (shared by consecutive acks of the
-     * same partition: sources mostly emit runs of one partition, and a copy
-     * per record costs allocations) and offset (owned; a cf_value clone,
-     * made while the record is in the cache). rec (topic + source
-     * partition/offset) exists only when the plugin has commit_record. */
-    struct cf_part_ref *pref;
-    cf_value *src_off;
-    cf_record *rec;
+    /* The last source offset of each source partition of the group, in the
+     * order the partitions first appear (taken from the records while they
+     * are in the cache). recs (topic + source partition/offset) only when
+     * the plugin has commit_record. Touched by the task thread only. */
+    cf_ack_off *offs;
+    size_t n_offs, cap_offs;
+    cf_record **recs;
+    size_t n_recs, cap_recs;
+    size_t n_records; /* records polled into the group */
     struct cf_ack *next;
 } cf_ack;
 /* Called by transports when a message was acknowledged (ok) or failed for good. */
@@ -65,7 +66,8 @@ void cf_ack_done(cf_ack *a, bool ok);
 /* ---- message transports ---- */
 typedef struct cf_msg_out {
     void *state;
-    /* Take m. CF_ERR_AGAIN: local queue full, m NOT taken (back-pressure). */
+    /* Send m: copied or written before send returns; m stays the caller's.
+     * CF_ERR_AGAIN: local queue full, nothing sent (back-pressure). */
     cf_code (*send)(void *state, cf_msg *m, cf_ack *ack, cf_err *err);
     /* Serve acknowledgements for up to timeout_ms. */
     void (*serve)(void *state, int timeout_ms);
