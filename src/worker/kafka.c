@@ -715,6 +715,9 @@ cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_
     else if (trc)
         CF_DEBUG(COMP, "embedded cluster: topic %s: %s", topic, te.message);
     {
+        /* Learn the topic and its leader now: without this the first write
+         * (the first offset commit, a second after the tasks start) waited
+         * about a second for metadata while the source task blocked in it. */
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(o->p.rk, topic, NULL);
         if (rkt && rd_kafka_metadata(o->p.rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
