@@ -261,11 +261,25 @@ static bool has_key(sq *q, const cf_sink_table *t, const sq_col *cols, size_t n)
     return found;
 }
 
-static void key_list(cf_buf *b, const cf_sink_table *t, const char *prefix) {
-    for (size_t k = 0; k < t->n_key; k++) {
+/* The first n columns, comma separated, each after prefix (NULL: none). */
+static void col_list(cf_buf *b, const cf_sink_table *t, size_t n, const char *prefix) {
+    for (size_t k = 0; k < n; k++) {
         if (k) cf_buf_append_str(b, ", ");
         if (prefix) cf_buf_append_str(b, prefix);
         qid(b, t->cols[k].name);
+    }
+}
+
+static void key_list(cf_buf *b, const cf_sink_table *t, const char *prefix) { col_list(b, t, t->n_key, prefix); }
+
+/* "a.k1 = b.k1 AND a.k2 = b.k2 AND " over the key columns. */
+static void key_match(cf_buf *b, const cf_sink_table *t, const char *a, const char *bb) {
+    for (size_t k = 0; k < t->n_key; k++) {
+        cf_buf_printf(b, "%s.", a);
+        qid(b, t->cols[k].name);
+        cf_buf_printf(b, " = %s.", bb);
+        qid(b, t->cols[k].name);
+        cf_buf_append_str(b, " AND ");
     }
 }
 
@@ -330,47 +344,21 @@ static cf_code ensure_staging(sq *q, const cf_sink_table *t, cf_err *err) {
         cf_buf_append_str(&b, " ORDER BY s.\"_seq\" DESC, s.\"_ing\" DESC) AS \"_rn\" FROM ");
         qid(&b, stg);
         cf_buf_append_str(&b, " s) WHERE \"_rn\" = 1) SELECT ");
-        for (size_t i = 0; i < t->n_cols; i++) {
-            if (i) cf_buf_append_str(&b, ", ");
-            cf_buf_append_str(&b, "t.");
-            qid(&b, t->cols[i].name);
-        }
+        col_list(&b, t, t->n_cols, "t.");
         cf_buf_append_str(&b, " FROM ");
         qid(&b, t->name);
         cf_buf_append_str(&b, " t WHERE NOT EXISTS (SELECT 1 FROM l WHERE ");
-        for (size_t k = 0; k < t->n_key; k++) {
-            cf_buf_append_str(&b, "l.");
-            qid(&b, t->cols[k].name);
-            cf_buf_append_str(&b, " = t.");
-            qid(&b, t->cols[k].name);
-            cf_buf_append_str(&b, " AND ");
-        }
+        key_match(&b, t, "l", "t");
         cf_buf_append_str(&b, "l.\"_seq\" >= t.\"" SEQ_COL "\") UNION ALL SELECT ");
-        for (size_t i = 0; i < t->n_cols; i++) {
-            if (i) cf_buf_append_str(&b, ", ");
-            cf_buf_append_str(&b, "l.");
-            qid(&b, t->cols[i].name);
-        }
+        col_list(&b, t, t->n_cols, "l.");
         cf_buf_append_str(&b, " FROM l WHERE l.\"_op\" = 0 AND NOT EXISTS (SELECT 1 FROM ");
         qid(&b, t->name);
         cf_buf_append_str(&b, " t WHERE ");
-        for (size_t k = 0; k < t->n_key; k++) {
-            cf_buf_append_str(&b, "t.");
-            qid(&b, t->cols[k].name);
-            cf_buf_append_str(&b, " = l.");
-            qid(&b, t->cols[k].name);
-            cf_buf_append_str(&b, " AND ");
-        }
+        key_match(&b, t, "t", "l");
         cf_buf_append_str(&b, "t.\"" SEQ_COL "\" > l.\"_seq\") AND NOT EXISTS (SELECT 1 FROM ");
         qid2(&b, "_cdc_tombstones_", t->name, "");
         cf_buf_append_str(&b, " x WHERE ");
-        for (size_t k = 0; k < t->n_key; k++) {
-            cf_buf_append_str(&b, "x.");
-            qid(&b, t->cols[k].name);
-            cf_buf_append_str(&b, " = l.");
-            qid(&b, t->cols[k].name);
-            cf_buf_append_str(&b, " AND ");
-        }
+        key_match(&b, t, "x", "l");
         cf_buf_append_str(&b, "x.\"" SEQ_COL "\" > l.\"_seq\")");
         rc = exec(q, b.data, err);
     }
