@@ -43,21 +43,10 @@
 #include "cdcflow/avro.h"
 #include "cdcflow/buf.h"
 #include "cdcflow/schema_registry.h"
+#include "../it_env.h"
 
 static const char *REGISTRY, *KAFKA, *PYTHON;
 static char RUN_ID[64];
-
-static const char *need_env(const char *name) {
-    const char *v = getenv(name);
-    if (!v || !*v) {
-        fprintf(stderr,
-                "test_it_avro_registry: %s is not set; start the servers with `scripts/servers start` and source "
-                "the file printed by `scripts/servers envfile`\n",
-                name);
-        exit(1); /* integration tests fail, not skip, without their servers */
-    }
-    return v;
-}
 
 static void check(cf_code rc, const cf_err *err, const char *what) {
     if (rc != CF_OK) {
@@ -846,9 +835,9 @@ static void test_we_read_python_records(void **state) {
 }
 
 int main(void) {
-    REGISTRY = need_env("CF_TEST_REGISTRY");
-    KAFKA = need_env("CF_TEST_KAFKA");
-    PYTHON = need_env("CF_TEST_PYTHON");
+    REGISTRY = it_need_env("CF_TEST_REGISTRY");
+    KAFKA = it_need_env("CF_TEST_KAFKA");
+    PYTHON = it_need_env("CF_TEST_PYTHON");
     snprintf(RUN_ID, sizeof RUN_ID, "%ld-%d", (long)time(NULL), (int)getpid());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry_client),

@@ -1,9 +1,12 @@
 /*
  * cdc_pipeline.h - runs a generator's records through what the worker does
- * before a sink's put: the JsonConverter (schemas.enable=true) to bytes and
- * back, then the connector's transforms chain (e.g. ExtractNewRecordState),
- * keeping partition and offset. Records a transform drops leave a gap in the
- * offsets, as in Kafka.
+ * before a sink's put: a converter to bytes (the source side: Debezium's
+ * key/value converter) and back (the sink side: the worker's converters,
+ * other instances with caches of their own), then the connector's
+ * transforms chain (e.g. ExtractNewRecordState), keeping partition and
+ * offset. Records a transform drops leave a gap in the offsets, as in Kafka.
+ * The JsonConverter (schemas.enable=true) by default; any converter by name
+ * (e.g. "avro" with schema.registry.url) with pipeline_apply_conv.
  */
 #ifndef CDC_PIPELINE_H
 #define CDC_PIPELINE_H
@@ -13,17 +16,24 @@
 #include "cdcflow/props.h"
 #include "cdcflow/transforms.h"
 
-/* conf: connector settings with "transforms" (may be NULL: converter only).
+typedef struct pipeline_stats {
+    size_t dropped;                  /* records the transforms dropped */
+    uint64_t key_bytes, value_bytes; /* converted bytes, keys and values */
+} pipeline_stats;
+
+/* conv, conv_props: the converter of keys and values and its settings;
+ * conf: connector settings with "transforms" (may be NULL: converter only).
  * Returns 0 or a cf_code with err filled. */
-static inline int pipeline_apply(gen *g, const cf_props *conf, size_t *dropped, cf_err *err) {
-    cf_props *pp = cf_props_new();
-    cf_props_set(pp, "schemas.enable", "true");
-    cf_converter *kc = NULL, *vc = NULL;
+static inline int pipeline_apply_conv(gen *g, const char *conv, const cf_props *conv_props, const cf_props *conf,
+                                      pipeline_stats *st, cf_err *err) {
+    cf_converter *kc = NULL, *vc = NULL, *kd = NULL, *vd = NULL; /* encoders (source side), decoders (sink side) */
     cf_transform_chain *chain = NULL;
-    int rc = cf_converter_new("json", pp, true, &kc, err);
-    if (!rc) rc = cf_converter_new("json", pp, false, &vc, err);
+    int rc = cf_converter_new(conv, conv_props, true, &kc, err);
+    if (!rc) rc = cf_converter_new(conv, conv_props, false, &vc, err);
+    if (!rc) rc = cf_converter_new(conv, conv_props, true, &kd, err);
+    if (!rc) rc = cf_converter_new(conv, conv_props, false, &vd, err);
     if (!rc && conf) rc = cf_transform_chain_new(conf, &chain, err);
-    *dropped = 0;
+    memset(st, 0, sizeof *st);
     for (int p = 0; !rc && p < g->n_part; p++) {
         size_t k = 0;
         for (size_t i = 0; i < g->n_recs[p]; i++) {
@@ -44,8 +54,9 @@ static inline int pipeline_apply(gen *g, const cf_props *conf, size_t *dropped, 
             cf_record_destroy(r);
             cf_schema *ks = NULL, *vs = NULL;
             cf_value *kv = NULL, *vv = NULL;
-            if (!rc) rc = cf_converter_to_connect(kc, c->topic, kb, kl, &ks, &kv, err);
-            if (!rc) rc = cf_converter_to_connect(vc, c->topic, vb, vl, &vs, &vv, err);
+            st->key_bytes += kl, st->value_bytes += vl;
+            if (!rc) rc = cf_converter_to_connect(kd, c->topic, kb, kl, &ks, &kv, err);
+            if (!rc) rc = cf_converter_to_connect(vd, c->topic, vb, vl, &vs, &vv, err);
             free(kb), free(vb);
             cf_record_set_key(c, ks, kv);
             cf_record_set_value(c, vs, vv);
@@ -57,7 +68,7 @@ static inline int pipeline_apply(gen *g, const cf_props *conf, size_t *dropped, 
             if (chain) rc = cf_transform_chain_apply(chain, c, &out, err);
             if (rc) continue;
             if (!out) {
-                (*dropped)++;
+                st->dropped++;
                 continue;
             }
             g->recs[p][k++] = out;
@@ -68,6 +79,18 @@ static inline int pipeline_apply(gen *g, const cf_props *conf, size_t *dropped, 
     cf_transform_chain_destroy(chain);
     cf_converter_destroy(kc);
     cf_converter_destroy(vc);
+    cf_converter_destroy(kd);
+    cf_converter_destroy(vd);
+    return rc;
+}
+
+/* The JsonConverter with schemas.enable=true. */
+static inline int pipeline_apply(gen *g, const cf_props *conf, size_t *dropped, cf_err *err) {
+    cf_props *pp = cf_props_new();
+    cf_props_set(pp, "schemas.enable", "true");
+    pipeline_stats st;
+    int rc = pipeline_apply_conv(g, "json", pp, conf, &st, err);
+    *dropped = st.dropped;
     cf_props_destroy(pp);
     return rc;
 }

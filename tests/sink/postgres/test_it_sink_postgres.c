@@ -23,6 +23,7 @@
 #include "../cdc_drive.h"
 #include "../cdc_gen.h"
 #include "../cdc_pipeline.h"
+#include "../cdc_rows.h"
 #include "cdcflow/buf.h"
 #include "cdcflow/sink.h"
 
@@ -55,56 +56,9 @@ static void opts_for(cf_sink_options *o) {
     o->pg_schema = g_schema;
 }
 
-static char **read_rows(const char *rel, size_t *n) {
-    char q[512];
-    snprintf(q, sizeof q,
-             "SELECT id, email, name, version, score, active::int, note, qty, created, tag FROM %s.\"%s\" ORDER BY id",
-             g_schema, rel);
-    PGresult *r = PQexec(g_c, q);
-    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
-    *n = (size_t)PQntuples(r);
-    char **rows = calloc(*n + 1, sizeof *rows);
-    cf_buf b = CF_BUF_INIT;
-    for (size_t i = 0; i < *n; i++) {
-        cf_buf_reset(&b);
-        for (int c = 0; c < 10; c++) {
-            if (c) cf_buf_append_byte(&b, '|');
-            if (PQgetisnull(r, (int)i, c)) cf_buf_append_str(&b, "\\N");
-            else if (c == 4) cf_buf_printf(&b, "%.17g", strtod(PQgetvalue(r, (int)i, c), NULL));
-            else cf_buf_append_str(&b, PQgetvalue(r, (int)i, c));
-        }
-        rows[i] = cf_xstrdup(b.data);
-    }
-    cf_buf_free(&b);
-    PQclear(r);
-    return rows;
-}
-
-static void free_rows(char **r, size_t n) {
-    for (size_t i = 0; i < n; i++) free(r[i]);
-    free(r);
-}
+static char **read_rows(const char *rel, size_t *n) { return rows_pg(g_c, g_schema, rel, n); }
 
 static int g_quiet;
-
-static size_t diff_model(const gen *g, char **rows, size_t n) {
-    size_t diffs = 0, j = 0;
-    cf_buf b = CF_BUF_INIT;
-    for (int32_t id = 0; id < g->n_keys; id++) {
-        if (!g->rows[id].present) continue;
-        gen_row_text(&g->rows[id], &b);
-        if (j >= n || strcmp(rows[j], b.data) != 0) {
-            if (diffs++ < 5 && !g_quiet)
-                fprintf(stderr, "DIFF id %d\n  source: %s\n  target: %s\n", id, b.data, j < n ? rows[j] : "(none)");
-            if (j < n && atoi(rows[j]) == id) j++;
-            continue;
-        }
-        j++;
-    }
-    if (j < n) diffs += n - j;
-    cf_buf_free(&b);
-    return diffs;
-}
 
 static void run_gen_pl(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed,
                        int64_t staleness, const cf_props *pipeline) {
@@ -139,13 +93,13 @@ static void run_gen_pl(gen_shape shape, const char *seq_field, int n_ops, int32_
     assert_int_equal(rc, CF_OK);
     size_t n;
     char **rows = read_rows(TABLE, &n);
-    size_t d = diff_model(&g, rows, n);
+    size_t d = rows_diff(&g, rows, n, g_quiet);
     fprintf(stderr, "# postgres shape %d seq %s staleness %" PRId64 ": %d ops, %zu records, delivered %" PRIu64
             ", crashes %" PRIu64 ", rebalances %" PRIu64 ", rewinds %" PRIu64 ", rows %zu, differences %zu\n",
             shape, seq_field ? seq_field : "offset", staleness, n_ops, g.total, ds.delivered, ds.crashes,
             ds.rebalances, ds.rewinds, n, d);
     assert_int_equal(d, 0);
-    free_rows(rows, n);
+    rows_free(rows, n);
     gen_free(&g);
 }
 
@@ -194,17 +148,17 @@ static void test_fresh_view(void **state) {
     assert_int_equal(cf_sink_flush(s, &e), CF_OK);
     size_t n;
     char **rows = read_rows(TABLE "_fresh", &n);
-    assert_int_equal(diff_model(&g, rows, n), 0);
-    free_rows(rows, n);
+    assert_int_equal(rows_diff(&g, rows, n, g_quiet), 0);
+    rows_free(rows, n);
     rows = read_rows(TABLE, &n); /* the table itself is stale */
     g_quiet = 1;
-    assert_true(diff_model(&g, rows, n) > 0);
+    assert_true(rows_diff(&g, rows, n, g_quiet) > 0);
     g_quiet = 0;
-    free_rows(rows, n);
+    rows_free(rows, n);
     cf_sink_destroy(s); /* applies what is staged */
     rows = read_rows(TABLE, &n);
-    assert_int_equal(diff_model(&g, rows, n), 0);
-    free_rows(rows, n);
+    assert_int_equal(rows_diff(&g, rows, n, g_quiet), 0);
+    rows_free(rows, n);
     gen_free(&g);
 }
 
@@ -277,8 +231,8 @@ static void test_race_same_keys(void **state) {
         assert_int_equal(race_run(&o, &cf_sink_target_postgres, g.recs[0], g.n_recs[0]), 0);
         size_t n;
         char **rows = read_rows(TABLE, &n);
-        assert_int_equal(diff_model(&g, rows, n), 0);
-        free_rows(rows, n);
+        assert_int_equal(rows_diff(&g, rows, n, g_quiet), 0);
+        rows_free(rows, n);
         gen_free(&g);
     }
 }

@@ -24,6 +24,7 @@
 #include "../cdc_drive.h"
 #include "../cdc_gen.h"
 #include "../cdc_pipeline.h"
+#include "../cdc_rows.h"
 #include "cdcflow/buf.h"
 #include "cdcflow/sink.h"
 
@@ -47,68 +48,7 @@ static void opts_for(cf_sink_options *o) {
 }
 
 /* Every row of the table in gen_row_text's format, sorted by id. */
-static char **read_rows(const char *table, size_t *n) {
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open(g_path, &db), SQLITE_OK);
-    char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT id, email, name, version, score, active, note, qty, created, tag FROM \"%s\" ORDER BY id", table);
-    sqlite3_stmt *st;
-    char **rows = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        sqlite3_close(db);
-        return NULL;
-    }
-    cf_buf b = CF_BUF_INIT;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        cf_buf_reset(&b);
-        for (int i = 0; i < 10; i++) {
-            if (i) cf_buf_append_byte(&b, '|');
-            switch (sqlite3_column_type(st, i)) {
-            case SQLITE_NULL: cf_buf_append_str(&b, "\\N"); break;
-            case SQLITE_INTEGER: cf_buf_printf(&b, "%lld", (long long)sqlite3_column_int64(st, i)); break;
-            case SQLITE_FLOAT: cf_buf_printf(&b, "%.17g", sqlite3_column_double(st, i)); break;
-            default: cf_buf_append_str(&b, (const char *)sqlite3_column_text(st, i)); break;
-            }
-        }
-        rows = realloc(rows, (*n + 1) * sizeof *rows);
-        rows[(*n)++] = cf_xstrdup(b.data ? b.data : "");
-    }
-    cf_buf_free(&b);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rows;
-}
-
-static void free_rows(char **r, size_t n) {
-    for (size_t i = 0; i < n; i++) free(r[i]);
-    free(r);
-}
-
-/* Compare the target with the model; returns the number of differences
- * (printing the first few). */
-static size_t diff_model(const gen *g, char **rows, size_t n) {
-    size_t diffs = 0, j = 0;
-    cf_buf b = CF_BUF_INIT;
-    for (int32_t id = 0; id < g->n_keys; id++) {
-        if (!g->rows[id].present) continue;
-        gen_row_text(&g->rows[id], &b);
-        if (j >= n || strcmp(rows[j], b.data) != 0) {
-            if (diffs++ < 5) fprintf(stderr, "DIFF id %d\n  source: %s\n  target: %s\n", id, b.data, j < n ? rows[j] : "(none)");
-            /* resync on id */
-            if (j < n && atoi(rows[j]) == id) j++;
-            continue;
-        }
-        j++;
-    }
-    if (j < n) {
-        diffs += n - j;
-        fprintf(stderr, "%zu extra target rows, first: %s\n", n - j, rows[j]);
-    }
-    cf_buf_free(&b);
-    return diffs;
-}
+static char **read_rows(const char *table, size_t *n) { return rows_sqlite(g_path, table, n); }
 
 /* ---------------- sequence numbers ---------------- */
 
@@ -309,9 +249,9 @@ static void run_seed32(gen_shape shape, const char *seq_field, int reversed_repl
     cf_sink_destroy(s);
     size_t n;
     char **rows = read_rows(TABLE, &n);
-    assert_int_equal(diff_model(&g, rows, n), 0);
+    assert_int_equal(rows_diff(&g, rows, n, 0), 0);
     assert_int_equal(n, 2); /* keys 2 and 4 remain (1, 3, 5 deleted; 6 moved to 4) */
-    free_rows(rows, n);
+    rows_free(rows, n);
     gen_free(&g);
 }
 
@@ -362,13 +302,13 @@ static void run_gen_pl(gen_shape shape, const char *seq_field, int n_ops, int32_
     assert_int_equal(rc, CF_OK);
     size_t n;
     char **rows = read_rows(TABLE, &n);
-    size_t d = diff_model(&g, rows, n);
+    size_t d = rows_diff(&g, rows, n, 0);
     fprintf(stderr, "# shape %d seq %s: %d ops, %zu records, delivered %" PRIu64 ", crashes %" PRIu64
             ", rebalances %" PRIu64 ", rewinds %" PRIu64 ", rows %zu, differences %zu\n",
             shape, seq_field ? seq_field : "offset", n_ops, g.total, ds.delivered, ds.crashes, ds.rebalances,
             ds.rewinds, n, d);
     assert_int_equal(d, 0);
-    free_rows(rows, n);
+    rows_free(rows, n);
     gen_free(&g);
 }
 
@@ -640,8 +580,8 @@ static void test_seq_field_mode(void **state) {
     size_t n;
     char **rows = read_rows(TABLE, &n);
     assert_int_equal(n, 1);
-    assert_int_equal(diff_model(&g, rows, n), 0);
-    free_rows(rows, n);
+    assert_int_equal(rows_diff(&g, rows, n, 0), 0);
+    rows_free(rows, n);
     gen_free(&g);
 }
 
@@ -706,8 +646,8 @@ static void test_staleness(void **state) {
     size_t n;
     char **rows = read_rows(TABLE "_fresh", &n);
     assert_non_null(rows);
-    assert_int_equal(diff_model(&g, rows, n), 0);
-    free_rows(rows, n);
+    assert_int_equal(rows_diff(&g, rows, n, 0), 0);
+    rows_free(rows, n);
     char out[64];
     /* the background apply runs at least every second */
     for (int i = 0; i < 50; i++) {
@@ -720,8 +660,8 @@ static void test_staleness(void **state) {
     cf_sink_get_stats(s, &st);
     assert_true(st.background_applies >= 1);
     rows = read_rows(TABLE, &n);
-    assert_int_equal(diff_model(&g, rows, n), 0);
-    free_rows(rows, n);
+    assert_int_equal(rows_diff(&g, rows, n, 0), 0);
+    rows_free(rows, n);
     cf_sink_destroy(s);
     gen_free(&g);
 }
@@ -783,8 +723,8 @@ static void test_race_same_keys(void **state) {
         assert_int_equal(race_run(&o, &cf_sink_target_sqlite, g.recs[0], g.n_recs[0]), 0);
         size_t n;
         char **rows = read_rows(TABLE, &n);
-        assert_int_equal(diff_model(&g, rows, n), 0);
-        free_rows(rows, n);
+        assert_int_equal(rows_diff(&g, rows, n, 0), 0);
+        rows_free(rows, n);
         gen_free(&g);
     }
 }
