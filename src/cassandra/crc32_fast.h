@@ -41,7 +41,33 @@ static inline uint32_t cf_cass_crc32_raw(uint32_t c, const uint8_t *p, size_t n)
         p += 8;
         n -= 8;
     }
-    while (n--) c = cf_cass_crc_tab[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+    /* the last 0-7 bytes: four at once, then the rest at once (table k is
+     * "this byte, then k zero bytes"), instead of a dependent step per byte,
+     * which was a sixth of the time of a commit log entry's CRC */
+    if (n >= 4) {
+        uint32_t x;
+        memcpy(&x, p, 4);
+        x ^= c;
+        c = cf_cass_crc_tab[3][x & 0xff] ^ cf_cass_crc_tab[2][(x >> 8) & 0xff] ^
+            cf_cass_crc_tab[1][(x >> 16) & 0xff] ^ cf_cass_crc_tab[0][x >> 24];
+        p += 4;
+        n -= 4;
+    }
+    switch (n) {
+    case 3: {
+        uint32_t x = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16);
+        c = (c >> 24) ^ cf_cass_crc_tab[2][x & 0xff] ^ cf_cass_crc_tab[1][(x >> 8) & 0xff] ^
+            cf_cass_crc_tab[0][(x >> 16) & 0xff];
+        break;
+    }
+    case 2: {
+        uint32_t x = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8);
+        c = (c >> 16) ^ cf_cass_crc_tab[1][x & 0xff] ^ cf_cass_crc_tab[0][(x >> 8) & 0xff];
+        break;
+    }
+    case 1: c = (c >> 8) ^ cf_cass_crc_tab[0][(c ^ p[0]) & 0xff]; break;
+    default: break;
+    }
     return c;
 }
 
