@@ -29,19 +29,9 @@
 
 #include "cdcflow/log.h"
 #include "cdcflow/transport.h"
+#include "../it_env.h"
 #include "kafka_test_util.h"
 
-static const char *need_env(const char *name) {
-    const char *v = getenv(name);
-    if (!v || !*v) {
-        fprintf(stderr,
-                "FAIL: %s is not set. This integration test needs the real Kafka broker:\n"
-                "  scripts/servers start kafka && set -a && . \"$(scripts/servers envfile)\" && set +a\n",
-                name);
-        fail_msg("%s not set", name);
-    }
-    return v;
-}
 
 static void make_topic(const char *bs, const char *topic, int partitions) {
     cf_err err;
@@ -53,7 +43,7 @@ static void make_topic(const char *bs, const char *topic, int partitions) {
 
 static void test_it_produce_consume_n(void **state) {
     (void)state;
-    const char *bs = need_env("CF_TEST_KAFKA");
+    const char *bs = it_need_env("CF_TEST_KAFKA");
     char topic[128];
     kt_unique_topic(topic, sizeof topic, "it-n");
     make_topic(bs, topic, 3);
@@ -178,7 +168,7 @@ static int poll_one(member *mb, int *seen, int timeout_ms) {
 
 static void test_it_rebalance_two_consumers(void **state) {
     (void)state;
-    const char *bs = need_env("CF_TEST_KAFKA");
+    const char *bs = it_need_env("CF_TEST_KAFKA");
     char topic[128], group[160];
     kt_unique_topic(topic, sizeof topic, "it-rb");
     snprintf(group, sizeof group, "g-%s", topic);
@@ -283,8 +273,8 @@ static int teardown_private(void **state) {
 
 static void test_it_broker_restart_no_loss(void **state) {
     (void)state;
-    need_env("CF_TEST_KAFKA"); /* the shared servers must be up: same cache, same recipe */
-    const char *servers = need_env("CF_TEST_SERVERS");
+    it_need_env("CF_TEST_KAFKA"); /* the shared servers must be up: same cache, same recipe */
+    const char *servers = it_need_env("CF_TEST_SERVERS");
     snprintf(priv_dir, sizeof priv_dir, "/tmp/cf-it-kafka-restart-%d", (int)getpid());
     snprintf(priv_prefix, sizeof priv_prefix, "CF_SERVERS_DIR='%s' CF_SERVERS_PORT_OFFSET=%d '%s'",
              priv_dir, PRIV_OFFSET, servers);
@@ -408,7 +398,7 @@ static void test_it_broker_restart_no_loss(void **state) {
 
 static void test_it_kcat_reads_back(void **state) {
     (void)state;
-    const char *bs = need_env("CF_TEST_KAFKA");
+    const char *bs = it_need_env("CF_TEST_KAFKA");
     char topic[128];
     kt_unique_topic(topic, sizeof topic, "it-kcat");
     make_topic(bs, topic, 1);
