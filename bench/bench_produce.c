@@ -17,71 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include <librdkafka/rdkafka.h>
-
+#include "bench_util.h"
 #include "cdcflow/log.h"
 #include "cdcflow/transport.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static long bare_failed, bare_ok;
-
-static void bare_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-    (void)rk, (void)opaque;
-    if (m->err) bare_failed++;
-    else bare_ok++;
-}
-
-static double run_bare(const char *bs, const char *topic, long n, const char *payload) {
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *kv[] = {"bootstrap.servers", bs, "enable.idempotence", "true", "acks", "all",
-                        "linger.ms", "5"};
-    for (size_t i = 0; i < sizeof kv / sizeof *kv; i += 2)
-        if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr)) {
-            fprintf(stderr, "bare: %s\n", errstr);
-            exit(1);
-        }
-    rd_kafka_conf_set_dr_msg_cb(conf, bare_dr);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (!rk) {
-        fprintf(stderr, "bare: %s\n", errstr);
-        exit(1);
-    }
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-    bare_failed = bare_ok = 0;
-    double t0 = now_s();
-    for (long i = 0; i < n; i++) {
-        for (;;) {
-            rd_kafka_resp_err_t e = rd_kafka_producev(
-                rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                RD_KAFKA_V_VALUE((void *)payload, 100), RD_KAFKA_V_END);
-            if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-                rd_kafka_poll(rk, 100);
-                continue;
-            }
-            if (e) {
-                fprintf(stderr, "bare: produce: %s\n", rd_kafka_err2str(e));
-                exit(1);
-            }
-            break;
-        }
-        rd_kafka_poll(rk, 0);
-    }
-    while (rd_kafka_outq_len(rk) > 0) rd_kafka_flush(rk, 1000);
-    double dt = now_s() - t0;
-    if (bare_ok != n || bare_failed) {
-        fprintf(stderr, "bare: %ld ok, %ld failed of %ld\n", bare_ok, bare_failed, n);
-        exit(1);
-    }
-    rd_kafka_topic_destroy(rkt);
-    rd_kafka_destroy(rk);
-    return n / dt;
-}
 
 static void wrap_dr(const cf_delivery *d, void *ctx) {
     long *ok = ctx;
@@ -150,16 +88,16 @@ int main(int argc, char **argv) {
         }
     }
     /* warm-up: topic metadata, producer ids, broker JIT */
-    run_bare(bs, tb, n / 20 + 1, payload);
+    bench_run_bare(bs, tb, n / 20 + 1, payload, sizeof payload);
     run_wrapper(bs, tw, n / 20 + 1, payload);
     printf("records: %ld x 100 bytes per run, ABBA order, idempotent, acks=all, linger.ms=5\n", n);
-    double b1 = run_bare(bs, tb, n, payload);
+    double b1 = bench_run_bare(bs, tb, n, payload, sizeof payload);
     printf("  bare librdkafka #1  %10.0f rec/s\n", b1);
     double w1 = run_wrapper(bs, tw, n, payload);
     printf("  cf_producer     #1  %10.0f rec/s\n", w1);
     double w2 = run_wrapper(bs, tw, n, payload);
     printf("  cf_producer     #2  %10.0f rec/s\n", w2);
-    double b2 = run_bare(bs, tb, n, payload);
+    double b2 = bench_run_bare(bs, tb, n, payload, sizeof payload);
     printf("  bare librdkafka #2  %10.0f rec/s\n", b2);
     double bare = 2 / (1 / b1 + 1 / b2), wrap = 2 / (1 / w1 + 1 / w2); /* harmonic: total time */
     printf("bare librdkafka: %.0f rec/s (%.1f MB/s)\n", bare, bare * 100 / 1e6);

@@ -34,20 +34,13 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include <librdkafka/rdkafka.h>
-
+#include "bench_util.h"
 #include "cdcflow/buf.h"
 #include "cdcflow/log.h"
 #include "cdcflow/transport.h"
 #include "cdcflow/worker.h"
 
 #define VALUE_LEN 100
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* CPU seconds of the whole process (every thread: librdkafka's too). */
 static double cpu_s(void) {
@@ -181,62 +174,6 @@ static double run_worker(const char *bs, const char *offsets_topic, const char *
     return n / (t_end - t_first_poll);
 }
 
-/* ---------------- bare librdkafka loop (as bench_produce.c) ---------------- */
-
-static long bare_failed, bare_ok;
-
-static void bare_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-    (void)rk, (void)opaque;
-    if (m->err) bare_failed++;
-    else bare_ok++;
-}
-
-static double run_bare(const char *bs, const char *topic, long n) {
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *kv[] = {"bootstrap.servers", bs, "enable.idempotence", "true", "acks", "all", "linger.ms", "5"};
-    for (size_t i = 0; i < sizeof kv / sizeof *kv; i += 2)
-        if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr)) {
-            fprintf(stderr, "bare: %s\n", errstr);
-            exit(1);
-        }
-    rd_kafka_conf_set_dr_msg_cb(conf, bare_dr);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (!rk) {
-        fprintf(stderr, "bare: %s\n", errstr);
-        exit(1);
-    }
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-    bare_failed = bare_ok = 0;
-    double t0 = now_s();
-    for (long i = 0; i < n; i++) {
-        for (;;) {
-            rd_kafka_resp_err_t e =
-                rd_kafka_producev(rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                  RD_KAFKA_V_VALUE((void *)payload, VALUE_LEN), RD_KAFKA_V_END);
-            if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-                rd_kafka_poll(rk, 100);
-                continue;
-            }
-            if (e) {
-                fprintf(stderr, "bare: produce: %s\n", rd_kafka_err2str(e));
-                exit(1);
-            }
-            break;
-        }
-        rd_kafka_poll(rk, 0);
-    }
-    while (rd_kafka_outq_len(rk) > 0) rd_kafka_flush(rk, 1000);
-    double dt = now_s() - t0;
-    if (bare_ok != n || bare_failed) {
-        fprintf(stderr, "bare: %ld ok, %ld failed of %ld\n", bare_ok, bare_failed, n);
-        exit(1);
-    }
-    rd_kafka_topic_destroy(rkt);
-    rd_kafka_destroy(rk);
-    return n / dt;
-}
-
 int main(int argc, char **argv) {
     cf_log_setup(CF_LOG_WARN, CF_LOG_TEXT, NULL);
     const char *bs = argc > 1 ? argv[1] : getenv("CF_TEST_KAFKA");
@@ -262,12 +199,12 @@ int main(int argc, char **argv) {
         cf_kafka_create_topic(bs, tw, 3, 1, NULL, 0, 30000, &err))
         die_err("create topic", &err);
     /* warm-up: topic metadata, producer ids, broker JIT, offsets topic */
-    run_bare(bs, tb, n / 20 + 1);
+    bench_run_bare(bs, tb, n / 20 + 1, payload, VALUE_LEN);
     run_worker(bs, to, tw, "bench-warmup", n / 20 + 1);
     printf("records: %ld x %d bytes per run, ABBA order, idempotent, acks=all, linger.ms=5, ByteArrayConverter\n", n,
            VALUE_LEN);
     double c0 = cpu_s();
-    double b1 = run_bare(bs, tb, n);
+    double b1 = bench_run_bare(bs, tb, n, payload, VALUE_LEN);
     double c1 = cpu_s();
     printf("  bare librdkafka #1  %10.0f rec/s  (process CPU %.2f us/record)\n", b1, (c1 - c0) * 1e6 / n);
     double w1 = run_worker(bs, to, tw, "bench-1", n);
@@ -276,7 +213,7 @@ int main(int argc, char **argv) {
     double w2 = run_worker(bs, to, tw, "bench-2", n);
     double c3 = cpu_s();
     printf("  worker task     #2  %10.0f rec/s  (process CPU %.2f us/record)\n", w2, (c3 - c2) * 1e6 / n);
-    double b2 = run_bare(bs, tb, n);
+    double b2 = bench_run_bare(bs, tb, n, payload, VALUE_LEN);
     printf("  bare librdkafka #2  %10.0f rec/s  (process CPU %.2f us/record)\n", b2, (cpu_s() - c3) * 1e6 / n);
     double bare = 2 / (1 / b1 + 1 / b2), wrk = 2 / (1 / w1 + 1 / w2); /* harmonic: total time */
     printf("bare librdkafka:  %.0f rec/s (%.1f MB/s)\n", bare, bare * VALUE_LEN / 1e6);
