@@ -22,6 +22,7 @@ DATA=${CF_TESTS_DIR:-$(cd "$(dirname "$0")/.." && pwd)}/data/avro
 T=$(mktemp -d); echo "work dir $T" >&2
 trap 'kill -9 $(jobs -p) 2>/dev/null || true; [[ -n "${KEEP:-}" ]] || rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/lib.sh" # cli_start, run_until, kill9_restart, ...
 
 mkdir -p "$T/in/sub" "$T/bad"
 cp "$DATA"/types-null.avro "$DATA"/types-deflate.avro "$T/in/"
@@ -40,24 +41,8 @@ conf() { # name dir extra-json
  "value.converter.decimal.format": "NUMERIC"$3}}
 J
 }
-# run CONF until N lines are in OUT, then SIGTERM; exit code must be CODE
-# (default 0; 3 = finished with reported data errors)
-run_until() { # conf out n [code]
-  "$CLI" run --worker "$T/worker.properties" --output "$2" "$T/$1.json" 2>>"$T/log" &
-  local pid=$! i
-  for i in $(seq 1 300); do
-    [[ -f "$2" && $(wc -l < "$2") -ge $3 ]] && break
-    sleep 0.05
-  done
-  sleep 0.3 # let offsets be flushed
-  kill -TERM $pid
-  local rc=0
-  wait $pid || rc=$?
-  [[ $rc -eq ${4:-0} ]] || fail "cdcflow run exited with $rc, expected ${4:-0} (log: $(tail -5 "$T/log"))"
-}
-
 conf good "$T/in" ""
-run_until good "$T/out1.jsonl" 164
+run_until "$T/good.json" "$T/out1.jsonl" 164
 python3 - "$T" "$DATA" <<'P' || fail "values differ from what fastavro wrote"
 import json, sys, collections
 T, DATA = sys.argv[1], sys.argv[2]
@@ -80,7 +65,7 @@ P
 # (written under another name and renamed: files.min.age.ms is 0 here, and a
 # half-copied file would be read as a damaged one)
 ( sleep 0.5; cp "$DATA/types-deflate.avro" "$T/in/sub/again.tmp"; mv "$T/in/sub/again.tmp" "$T/in/sub/again.avro" ) &
-run_until good "$T/out2.jsonl" 40
+run_until "$T/good.json" "$T/out2.jsonl" 40
 n=$(wc -l < "$T/out2.jsonl")
 [[ $n -eq 40 ]] || fail "restart: expected the 40 records of the new file only, got $n"
 grep -q '"key":"sub/again.avro"' "$T/out2.jsonl" || fail "new file not picked up"
@@ -94,7 +79,7 @@ d[blocks[2]["offset"] + 40] ^= 1
 open(sys.argv[2], "wb").write(d)
 P
 conf bad "$T/bad" ', "errors.tolerance": "all", "errors.log.enable": "true"'
-run_until bad "$T/out3.jsonl" 33 3
+run_until "$T/bad.json" "$T/out3.jsonl" 33 3
 n=$(wc -l < "$T/out3.jsonl")
 [[ $n -eq 33 ]] || fail "damaged file: expected 40 - 7 records, got $n"
 grep -q 'damaged block in Avro object ".*/damaged.avro": snappy codec: CRC32' "$T/log" || fail "damage not logged: $(tail -5 "$T/log")"
@@ -130,20 +115,7 @@ with open(sys.argv[1], "wb") as f:
         f.write(zz(120) + zz(len(comp)) + comp + sync)
 P
 conf big "$T/big" ""
-"$CLI" run --worker "$T/worker.properties" --output "$T/out4.jsonl" "$T/big.json" 2>>"$T/log" &
-pid=$!
-for i in $(seq 1 400); do
-  [[ -f "$T/out4.jsonl" && $(wc -l < "$T/out4.jsonl") -ge 20000 ]] && break
-  sleep 0.02
-done
-kill -9 $pid; wait $pid 2>/dev/null || true
-"$CLI" run --worker "$T/worker.properties" --output "$T/out5.jsonl" "$T/big.json" 2>>"$T/log" &
-pid=$!
-for i in $(seq 1 1200); do
-  grep -q '"id\\":159999' "$T/out5.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
-sleep 0.3; kill -TERM $pid; wait $pid || fail "exit code $?"
+kill9_restart "$T/big.json" "$T/out4.jsonl" 20000 "$T/out5.jsonl" '"id\\":159999'
 python3 - "$T" <<'P' || fail "kill -9 check"
 import json, sys, collections
 T = sys.argv[1]

@@ -13,6 +13,7 @@ CLI=${CF_CLI:?CF_CLI not set}
 T=$(mktemp -d); echo "work dir $T" >&2
 trap 'kill -9 $(jobs -p) 2>/dev/null || true; [[ -n "${KEEP:-}" ]] || rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/lib.sh" # cli_start, run_until, kill9_restart, ...
 
 mkdir -p "$T/in/a/b"
 printf 'id,name\n1,one\n2,"two, 2"\n' > "$T/in/a/1.csv"
@@ -31,20 +32,7 @@ cat > "$T/src.json" <<J
  "key.converter": "string", "value.converter": "json", "value.converter.schemas.enable": "false"}}
 J
 
-# run until N lines are in FILE, then SIGTERM; exit code must be 0
-run_until() { # out n
-  "$CLI" run --worker "$T/worker.properties" --output "$1" "$T/src.json" 2>>"$T/log" &
-  local pid=$! i
-  for i in $(seq 1 200); do
-    [[ -f "$1" && $(wc -l < "$1") -ge $2 ]] && break
-    sleep 0.05
-  done
-  sleep 0.3 # let offsets be flushed
-  kill -TERM $pid
-  wait $pid || fail "cdcflow run exited with $? (log: $(tail -5 "$T/log"))"
-}
-
-run_until "$T/out1.jsonl" 5
+run_until "$T/src.json" "$T/out1.jsonl" 5
 n=$(wc -l < "$T/out1.jsonl")
 [[ $n -eq 5 ]] || fail "expected 5 records, got $n"
 grep -q '"payload":"{\\"id\\":\\"4\\",\\"name\\":\\"multi\\\\nline\\"}"' "$T/out1.jsonl" || grep -q 'multi' "$T/out1.jsonl" || fail "multi-line CSV field missing"
@@ -53,7 +41,7 @@ grep -q '"topic":"rows"' "$T/out1.jsonl" || fail "topic not set"
 
 # restart: nothing old is re-read; a new file is picked up
 ( sleep 0.5; printf 'id,name\n6,six\n' > "$T/in/a/4.csv" ) &
-run_until "$T/out2.jsonl" 1
+run_until "$T/src.json" "$T/out2.jsonl" 1
 n=$(wc -l < "$T/out2.jsonl")
 [[ $n -eq 1 ]] || fail "restart re-read finished files: $n records (expected 1): $(cat "$T/out2.jsonl")"
 grep -q six "$T/out2.jsonl" || fail "new file not picked up"
@@ -66,21 +54,8 @@ with open(sys.argv[1], "w") as f:
     for i in range(100000, 160000):
         f.write(f"{i},row {i}\n")
 P
-"$CLI" run --worker "$T/worker.properties" --output "$T/out3.jsonl" "$T/src.json" 2>>"$T/log" &
-pid=$!
-for i in $(seq 1 400); do
-  [[ -f "$T/out3.jsonl" && $(wc -l < "$T/out3.jsonl") -ge 20000 ]] && break
-  sleep 0.02
-done
-kill -9 $pid; wait $pid 2>/dev/null || true
-# restart and run until the last row of big.csv arrives (at most 120 s)
-"$CLI" run --worker "$T/worker.properties" --output "$T/out4.jsonl" "$T/src.json" 2>>"$T/log" &
-pid=$!
-for i in $(seq 1 1200); do
-  grep -q '159999' "$T/out4.jsonl" 2>/dev/null && break
-  sleep 0.1
-done
-sleep 0.3; kill -TERM $pid; wait $pid || fail "exit code $?"
+# kill -9 at 20000 rows, restart and run until the last row of big.csv arrives
+kill9_restart "$T/src.json" "$T/out3.jsonl" 20000 "$T/out4.jsonl" 159999
 python3 - "$T" <<'P' || fail "kill -9 check"
 import json, sys, collections
 T = sys.argv[1]
@@ -108,7 +83,7 @@ P
 # a changed file is read again, and the log says so
 printf 'id,name\n1,one\n2,"two, 2"\n7,seven\n' > "$T/in/a/1.csv"
 touch -d '+1 second' "$T/in/a/1.csv"
-run_until "$T/out6.jsonl" 3
+run_until "$T/src.json" "$T/out6.jsonl" 3
 grep -q seven "$T/out6.jsonl" || fail "changed file not re-read"
 grep -q 'changed' "$T/log" || fail "change not logged"
 # full-envelope restore: a record file (kcat -J lines) read back with
@@ -124,10 +99,9 @@ cat > "$T/env.json" <<J
 {"name": "restore", "config": {"connector.class": "files", "files.path": "$T/env", "input.format": "envelope",
  "files.min.age.ms": "0", "key.converter": "bytes", "value.converter": "bytes"}}
 J
-"$CLI" run --worker "$T/worker.properties" --output "$T/restored.jsonl" "$T/env.json" 2>>"$T/log" &
-pid=$!
-for i in $(seq 1 200); do [[ -f "$T/restored.jsonl" && $(wc -l < "$T/restored.jsonl") -ge 4 ]] && break; sleep 0.05; done
-kill -TERM $pid; wait $pid || fail "restore run exited $?"
+cli_start "$T/restored.jsonl" "$T/env.json"
+wait_lines "$T/restored.jsonl" 4 200 0.05
+cli_stop "restore run"
 python3 - "$T" <<'P' || fail "envelope restore differs"
 import json, sys
 T = sys.argv[1]
@@ -149,10 +123,9 @@ cat > "$T/multi.json" <<J
  "input.format": "csv", "files.min.age.ms": "0", "key.converter": "string", "value.converter": "json",
  "value.converter.schemas.enable": "false"}}
 J
-"$CLI" run --worker "$T/worker.properties" --output "$T/multi.jsonl" "$T/multi.json" 2>>"$T/log" &
-pid=$!
-for i in $(seq 1 200); do [[ -f "$T/multi.jsonl" && $(wc -l < "$T/multi.jsonl") -ge 20 ]] && break; sleep 0.05; done
-sleep 0.5; kill -TERM $pid; wait $pid || fail "multi-task run exited $?"
+cli_start "$T/multi.jsonl" "$T/multi.json"
+wait_lines "$T/multi.jsonl" 20 200 0.05
+sleep 0.5; cli_stop "multi-task run"
 n=$(wc -l < "$T/multi.jsonl"); u=$(sort -u "$T/multi.jsonl" | grep -o '"key":"[^"]*"' | sort -u | wc -l)
 [[ $n -eq 20 && $u -eq 20 ]] || fail "2 tasks: expected 20 distinct records, got $n lines, $u distinct files"
 # distribution.type=partition: {{partition}} modulo the task count
@@ -165,10 +138,9 @@ cat > "$T/parts.json" <<J
  "input.format": "csv", "files.min.age.ms": "0", "key.converter": "string", "value.converter": "json",
  "value.converter.schemas.enable": "false"}}
 J
-"$CLI" run --worker "$T/worker.properties" --output "$T/parts.jsonl" "$T/parts.json" 2>"$T/parts.log" &
-pid=$!
-for i in $(seq 1 200); do [[ -f "$T/parts.jsonl" && $(wc -l < "$T/parts.jsonl") -ge 4 ]] && break; sleep 0.05; done
-sleep 0.5; kill -TERM $pid; wait $pid || fail "partition run exited $?"
+cli_start "$T/parts.jsonl" "$T/parts.json" "$T/parts.log"
+wait_lines "$T/parts.jsonl" 4 200 0.05
+sleep 0.5; cli_stop "partition run"
 n=$(wc -l < "$T/parts.jsonl")
 [[ $n -eq 4 ]] || fail "partition distribution: expected 4 records, got $n: $(cat "$T/parts.jsonl")"
 for p in 0 1 2 3; do grep -q "\"partition\":$p,.*t-$p.csv" "$T/parts.jsonl" || fail "t-$p.csv not in partition $p"; done

@@ -8,6 +8,7 @@ CLI=${CF_CLI:?CF_CLI not set}
 T=$(mktemp -d)
 trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/lib.sh" # cli_start, wait_lines, cli_stop
 cat > "$T/worker.properties" <<W
 offset.storage.file.filename=$T/offsets.json
 W
@@ -42,8 +43,7 @@ cat > "$T/tcp.json" <<J
 {"name": "s2", "config": {"connector.class": "stream", "topic": "lines", "stream.type": "tcp",
  "stream.port": "$port", "key.converter": "string", "value.converter": "string"}}
 J
-"$CLI" run --worker "$T/worker.properties" --output "$T/out3.jsonl" "$T/tcp.json" 2>>"$T/log" &
-pid=$!
+cli_start "$T/out3.jsonl" "$T/tcp.json"
 for i in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
 python3 - "$port" <<'P'
 import socket, sys
@@ -52,8 +52,8 @@ for c in range(3):
     s.sendall(b"".join(b"conn %d line %d\n" % (c, i) for i in range(100)))
     s.close()
 P
-for i in $(seq 1 100); do [[ -f "$T/out3.jsonl" && $(wc -l < "$T/out3.jsonl") -ge 300 ]] && break; sleep 0.05; done
-kill -TERM $pid; wait $pid || fail "tcp run exited $?"
+wait_lines "$T/out3.jsonl" 300 100 0.05
+cli_stop "tcp run"
 n=$(grep -c '"payload":"conn' "$T/out3.jsonl")
 [[ $n -eq 300 ]] || fail "tcp: expected 300 lines, got $n"
 # a FIFO: created if missing; writers come and go
@@ -62,13 +62,12 @@ cat > "$T/fifo.json" <<J
 {"name": "s3", "config": {"connector.class": "stream", "topic": "lines", "stream.type": "fifo",
  "stream.path": "$fifo", "key.converter": "string", "value.converter": "string"}}
 J
-"$CLI" run --worker "$T/worker.properties" --output "$T/out4.jsonl" "$T/fifo.json" 2>>"$T/log" &
-pid=$!
+cli_start "$T/out4.jsonl" "$T/fifo.json"
 for i in $(seq 1 100); do [[ -p "$fifo" ]] && break; sleep 0.05; done
 [[ -p "$fifo" ]] || fail "FIFO not created"
 printf 'fifo one\nfifo two\n' > "$fifo"
 printf 'fifo three\n' > "$fifo"
-for i in $(seq 1 100); do [[ -f "$T/out4.jsonl" && $(wc -l < "$T/out4.jsonl") -ge 3 ]] && break; sleep 0.05; done
-kill -TERM $pid; wait $pid || fail "fifo run exited $?"
+wait_lines "$T/out4.jsonl" 3 100 0.05
+cli_stop "fifo run"
 [[ $(grep -c '"payload":"fifo' "$T/out4.jsonl") -eq 3 ]] || fail "fifo: $(cat "$T/out4.jsonl")"
 echo "stream source: ok"
