@@ -148,6 +148,14 @@ static int markers(const uint8_t *p, size_t n, size_t hdr, size_t *out, int max)
     return k;
 }
 
+/* SEG40's bytes (the caller frees them) and the offsets of its sync markers
+ * into MK (room for 16): the real file has 4 sections. */
+static uint8_t *slurp_sections(size_t *n, size_t *mk) {
+    uint8_t *p = slurp(SEG40, n);
+    assert_int_equal(markers(p, *n, 20, mk, 16), 4);
+    return p;
+}
+
 static readout clean, r;
 
 static void test_clean_baseline(void **state) {
@@ -157,6 +165,30 @@ static void test_clean_baseline(void **state) {
     assert_int_equal(clean.corrupt, 0);
     assert_int_equal(clean.cells, 355);
     assert_int_equal(clean.hash, -918027651);
+}
+
+/* The temp copy's path: the segment's own name in tmpdir (errors name the file). */
+static const char *copy_path(void) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
+    return path;
+}
+
+/* Write P (N bytes, a damaged copy of SEG40) to copy_path(), read it into r and
+ * check that exactly one error was reported, at byte WHERE of the file (unless
+ * WHERE < 0) with a message containing MSG (unless NULL). Returns the path. */
+static const char *read_damaged(const uint8_t *p, size_t n, int64_t where, const char *msg) {
+    const char *path = copy_path();
+    spit(path, p, n);
+    read_all(path, -1, &r);
+    assert_int_equal(r.corrupt, 1);
+    if (where >= 0) {
+        char want[128];
+        snprintf(want, sizeof want, "%s@%lld", SEG40_NAME, (long long)where);
+        assert_string_equal(r.first_where, want);
+    }
+    if (msg) assert_non_null(strstr(r.first_msg, msg));
+    return path;
 }
 
 static int index_of(const readout *x, int64_t pos) {
@@ -171,16 +203,8 @@ static void test_entry_crc_skips_one_entry(void **state) {
     uint8_t *p = slurp(SEG40, &n);
     int64_t pos = clean.positions[10]; /* flip a byte inside the 11th mutation */
     p[pos + 8 + 3] ^= 0x5a;
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
-    spit(path, p, n);
-    read_all(path, -1, &r);
-    assert_int_equal(r.corrupt, 1);
+    read_damaged(p, n, pos, "entry checksum mismatch");
     assert_int_equal(r.entries, clean.entries - 1);
-    char want[128];
-    snprintf(want, sizeof want, "%s@%lld", SEG40_NAME, (long long)pos);
-    assert_string_equal(r.first_where, want);
-    assert_non_null(strstr(r.first_msg, "entry checksum mismatch"));
     assert_int_equal(index_of(&r, pos), -1);
     assert_int_equal(index_of(&r, clean.positions[11]), 10);
     free(p);
@@ -188,25 +212,14 @@ static void test_entry_crc_skips_one_entry(void **state) {
 
 static void test_size_crc_skips_rest_of_section(void **state) {
     (void)state;
-    size_t n;
-    uint8_t *p = slurp(SEG40, &n);
-    size_t mk[16];
-    int nm = markers(p, n, 20, mk, 16);
-    assert_int_equal(nm, 4);
+    size_t n, mk[16];
+    uint8_t *p = slurp_sections(&n, mk);
     /* the real file: sections of 2, 1, 355 and 0 entries. Damage the size CRC
      * of the first entry of section 1: its 2 entries are lost, the others read */
     int64_t pos = clean.positions[0];
     assert_int_equal(pos, (int64_t)mk[0] + 8);
     p[pos + 5] ^= 0x01;
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
-    spit(path, p, n);
-    read_all(path, -1, &r);
-    assert_int_equal(r.corrupt, 1);
-    char want[128];
-    snprintf(want, sizeof want, "%s@%lld", SEG40_NAME, (long long)pos);
-    assert_string_equal(r.first_where, want);
-    assert_non_null(strstr(r.first_msg, "size checksum"));
+    read_damaged(p, n, pos, "size checksum");
     int lost = 0;
     for (int i = 0; i < clean.entries && (size_t)clean.positions[i] < mk[1]; i++) lost++;
     assert_int_equal(lost, 2);
@@ -218,21 +231,10 @@ static void test_size_crc_skips_rest_of_section(void **state) {
 
 static void test_bad_marker_resyncs(void **state) {
     (void)state;
-    size_t n;
-    uint8_t *p = slurp(SEG40, &n);
-    size_t mk[16];
-    int nm = markers(p, n, 20, mk, 16);
-    assert_int_equal(nm, 4);
+    size_t n, mk[16];
+    uint8_t *p = slurp_sections(&n, mk);
     p[mk[1] + 6] ^= 0xff; /* the CRC of section 2's marker */
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
-    spit(path, p, n);
-    read_all(path, -1, &r);
-    assert_int_equal(r.corrupt, 1);
-    char want[128];
-    snprintf(want, sizeof want, "%s@%zu", SEG40_NAME, mk[1]);
-    assert_string_equal(r.first_where, want);
-    assert_non_null(strstr(r.first_msg, "sync marker checksum"));
+    read_damaged(p, n, (int64_t)mk[1], "sync marker checksum");
     char hint[128];
     snprintf(hint, sizeof hint, "file offset %zu", mk[2]);
     assert_non_null(strstr(r.first_hint, hint));
@@ -250,23 +252,12 @@ static void test_impossible_length(void **state) {
     int64_t pos = clean.positions[10];
     put32(p + pos, 0x7ffffff0u); /* a size with a valid size CRC, longer than anything */
     put32(p + pos + 4, crc_int(0, 0x7ffffff0u));
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
-    spit(path, p, n);
-    read_all(path, -1, &r);
-    assert_int_equal(r.corrupt, 1);
-    char want[128];
-    snprintf(want, sizeof want, "%s@%lld", SEG40_NAME, (long long)pos);
-    assert_string_equal(r.first_where, want);
-    assert_non_null(strstr(r.first_msg, "longer than its section"));
+    read_damaged(p, n, pos, "longer than its section");
     assert_int_equal(r.entries, 10); /* the rest of the section is skipped */
     /* a size below 10 */
     put32(p + pos, 5);
     put32(p + pos + 4, crc_int(0, 5));
-    spit(path, p, n);
-    read_all(path, -1, &r);
-    assert_int_equal(r.corrupt, 1);
-    assert_non_null(strstr(r.first_msg, "invalid entry size 5"));
+    read_damaged(p, n, -1, "invalid entry size 5");
     free(p);
 }
 
@@ -275,15 +266,8 @@ static void test_truncated(void **state) {
     size_t n;
     uint8_t *p = slurp(SEG40, &n);
     int64_t cut = clean.positions[200] + 30; /* inside entry 201 */
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
-    spit(path, p, (size_t)cut);
-    read_all(path, -1, &r);
+    const char *path = read_damaged(p, (size_t)cut, clean.positions[200], NULL);
     assert_int_equal(r.entries, 200);
-    assert_int_equal(r.corrupt, 1);
-    char want[128];
-    snprintf(want, sizeof want, "%s@%lld", SEG40_NAME, (long long)clean.positions[200]);
-    assert_string_equal(r.first_where, want);
     /* a file cut inside the header */
     spit(path, p, 10);
     cf_cass_segment *seg;
@@ -300,8 +284,7 @@ static void test_header_errors(void **state) {
     (void)state;
     size_t n;
     uint8_t *p = slurp(SEG40, &n);
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
+    const char *path = copy_path();
     cf_cass_segment *seg;
     cf_err err;
     p[17] ^= 1; /* header CRC */
@@ -406,8 +389,7 @@ static void check_compressed(cf_cass_compression c) {
     size_t so[16];
     int ns;
     uint8_t *cp = make_compressed(p, n, c, &clen, &hdr, so, &ns);
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
+    const char *path = copy_path();
     spit(path, cp, clen);
     cf_cass_segment *seg;
     cf_err err;
@@ -482,13 +464,9 @@ static void test_idx_parse(void **state) {
 
 static void test_cdc_follow(void **state) {
     (void)state;
-    size_t n;
-    uint8_t *p = slurp(SEG40, &n);
-    size_t mk[16];
-    int nm = markers(p, n, 20, mk, 16);
-    assert_int_equal(nm, 4);
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
+    size_t n, mk[16];
+    uint8_t *p = slurp_sections(&n, mk);
+    const char *path = copy_path();
     spit(path, p, n);
     cf_cass_segment *seg;
     cf_err err;
@@ -531,12 +509,9 @@ static void test_cdc_follow(void **state) {
 /* A segment that is still being written: the index is ahead of the file. */
 static void test_cdc_file_behind_index(void **state) {
     (void)state;
-    size_t n;
-    uint8_t *p = slurp(SEG40, &n);
-    size_t mk[16];
-    markers(p, n, 20, mk, 16);
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, SEG40_NAME);
+    size_t n, mk[16];
+    uint8_t *p = slurp_sections(&n, mk);
+    const char *path = copy_path();
     spit(path, p, mk[1] + 100); /* section 2 only partly on disk */
     cf_cass_segment *seg;
     cf_err err;
