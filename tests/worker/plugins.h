@@ -4,7 +4,8 @@
  *   test-source  emits k<i>/v<i> strings to test.topic with source partition
  *                {"src":"test"} and offset {"pos": i}, resumes after the
  *                stored offset, ends (CF_ERR_EOF) after test.count records
- *                unless test.endless; test.bad.at reports a bad input unit.
+ *                unless test.endless; test.bad.at reports a bad input unit;
+ *                test.partitions spreads records over source partitions.
  *   test-sink    records what it was given in `seen` (pending until flush,
  *                durable after); test.bad.value is reported through
  *                cf_sink_ctx_report, test.flush.fail fails flushes,
@@ -32,6 +33,8 @@ static const cf_cfg_def src_defs[] = {
      "report this position as a bad input unit"},
     {"test.poll.delay.ms", CF_CFG_INT, "0", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
      "sleep per poll (a slow source)"},
+    {"test.partitions", CF_CFG_INT, "1", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
+     "source partitions, round robin: record i has {\"src\":\"test\",\"p\":i % N} (N > 1; no resume)"},
     {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
 };
 static const cf_cfg_table src_table = {"test source", "Test source", "", src_defs, NULL};
@@ -43,6 +46,7 @@ typedef struct srctask {
     bool endless;
     int64_t bad_at;
     int delay_ms;
+    int partitions;
 } srctask;
 
 static cf_value *src_partition(void) {
@@ -60,6 +64,7 @@ static cf_code src_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
     t->endless = cf_config_bool(cfg, "test.endless");
     t->bad_at = cf_config_int(cfg, "test.bad.at");
     t->delay_ms = cf_config_int(cfg, "test.poll.delay.ms");
+    t->partitions = cf_config_int(cfg, "test.partitions");
     cf_value *p = src_partition();
     cf_value *off = cf_source_ctx_offset(ctx, p);
     cf_value_destroy(p);
@@ -94,7 +99,9 @@ static cf_code src_poll(void *task, cf_record **out, size_t max, size_t *n, cf_e
         cf_record_set_value(r, cf_schema_primitive(CF_STRING, false), cf_value_string(buf));
         cf_value *off = cf_value_map();
         cf_value_map_put(off, cf_value_string("pos"), cf_value_int64(t->next));
-        cf_record_set_source(r, src_partition(), off);
+        cf_value *part = src_partition();
+        if (t->partitions > 1) cf_value_map_put(part, cf_value_string("p"), cf_value_int64(t->next % t->partitions));
+        cf_record_set_source(r, part, off);
         out[(*n)++] = r;
         t->next++;
     }

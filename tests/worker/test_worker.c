@@ -393,6 +393,35 @@ static void test_record_files_round_trip(void **state) {
     cf_worker_destroy(w);
 }
 
+/* Offsets are tracked per poll batch (at most 37 records from the test
+ * source): with records spread round robin over 12 source partitions, more
+ * than a batch looks back for and more than the store puts at once, every
+ * partition must end at the offset of its own last record. */
+static void test_offsets_many_partitions(void **state) {
+    (void)state;
+    cf_worker *w = new_worker(props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter",
+                                       "string", "key.converter", "string", NULL),
+                              NULL, tpath("recs.jsonl"));
+    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "1000",
+                              "test.partitions", "12", NULL));
+    cf_err err;
+    assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
+    cf_worker_destroy(w);
+    cf_offset_store *s = NULL;
+    assert_int_equal(cf_offset_store_open_file(tpath("offsets.json"), &s, NULL), CF_OK);
+    for (int64_t p = 0; p < 12; p++) {
+        cf_value *part = src_partition();
+        cf_value_map_put(part, cf_value_string("p"), cf_value_int64(p));
+        cf_value *off = cf_offset_store_get(s, "src", part);
+        assert_non_null(off);
+        int64_t last = 999 - ((999 - p) % 12); /* the last i < 1000 with i % 12 == p */
+        assert_int_equal(cf_value_map_get_str(off, "pos")->u.i, last);
+        cf_value_destroy(off);
+        cf_value_destroy(part);
+    }
+    cf_offset_store_destroy(s);
+}
+
 /* stop (SIGINT) while a source runs forever: exit cleanly, offsets stored */
 static void test_stop_flushes_and_commits(void **state) {
     (void)state;
@@ -496,6 +525,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_stop_flushes_and_commits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_fan_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offsets_many_partitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_topic_without_sink, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
