@@ -13,8 +13,10 @@
  *
  * The store keeps the latest value per key in memory, indexed by a
  * canonical form of the key (map keys sorted) so that two equal partition
- * maps built in different orders find the same offset. flush() hands the
- * dirty entries to the backend: the file backend rewrites the whole file
+ * maps built in different orders find the same offset (hashed: a files
+ * source has one entry per object). flush() takes the dirty entries under
+ * the lock and writes them without it, so puts never wait for I/O; it hands
+ * the dirty entries to the backend: the file backend rewrites the whole file
  * atomically (temp file, fsync, rename, fsync of the directory), so a crash
  * leaves either the old or the new file, never a torn one.
  */
@@ -169,9 +171,15 @@ typedef struct entry {
 } entry;
 
 struct cf_offset_store {
-    pthread_mutex_t mu;
+    pthread_mutex_t mu;       /* entries, index, dirty marks */
+    pthread_mutex_t flush_mu; /* one flush at a time; held across the I/O, mu is not */
     entry *e;
     size_t n, cap;
+    /* open addressing over canon: entry index + 1 (0 = empty), a power of
+     * two at least twice n (a files source keeps one entry per object ever
+     * read: a linear search made every put O(objects)) */
+    size_t *idx;
+    size_t idx_cap;
     bool dirty;
     char *path;                        /* file backend */
     const cf_offset_backend *backend;  /* other backends (Kafka topic) */
@@ -193,9 +201,37 @@ static char *canon_of_key_json(const char *key, size_t len) {
     return s;
 }
 
+static uint64_t canon_hash(const char *c) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h;
+}
+
+static void index_place(cf_offset_store *s, size_t i) {
+    size_t mask = s->idx_cap - 1, j = (size_t)canon_hash(s->e[i].canon) & mask;
+    while (s->idx[j]) j = (j + 1) & mask;
+    s->idx[j] = i + 1;
+}
+
+/* Index entry i (just appended); grows and rebuilds the table as needed. */
+static void index_add(cf_offset_store *s, size_t i) {
+    if (2 * s->n > s->idx_cap) {
+        size_t cap = 64;
+        while (cap < 4 * s->n) cap *= 2;
+        free(s->idx);
+        s->idx = cf_xcalloc(cap, sizeof *s->idx);
+        s->idx_cap = cap;
+        for (size_t k = 0; k < s->n; k++) index_place(s, k);
+        return;
+    }
+    index_place(s, i);
+}
+
 static entry *find(cf_offset_store *s, const char *canon) {
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->e[i].canon, canon) == 0) return &s->e[i];
+    if (!s->idx_cap) return NULL;
+    size_t mask = s->idx_cap - 1;
+    for (size_t j = (size_t)canon_hash(canon) & mask; s->idx[j]; j = (j + 1) & mask)
+        if (strcmp(s->e[s->idx[j] - 1].canon, canon) == 0) return &s->e[s->idx[j] - 1];
     return NULL;
 }
 
@@ -217,6 +253,7 @@ static void set_entry(cf_offset_store *s, char *canon, char *key, char *value, b
         e->canon = canon;
         e->key = key;
         e->value = value;
+        index_add(s, s->n - 1);
     }
     e->dirty = dirty;
     if (dirty) s->dirty = true;
@@ -244,6 +281,7 @@ cf_code cf_offset_store_load_record(cf_offset_store *s, const char *key, size_t 
 static cf_offset_store *store_alloc(void) {
     cf_offset_store *s = cf_xcalloc(1, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->flush_mu, NULL);
     return s;
 }
 
@@ -351,18 +389,23 @@ static cf_code fsync_dir_of(const char *path) {
     return r ? CF_ERR_IO : CF_OK;
 }
 
-/* Write the whole store to <path>.tmp, fsync, rename over <path>. Called
- * with the mutex held. */
-static cf_code write_file(cf_offset_store *s, cf_err *err) {
-    cf_buf b = CF_BUF_INIT;
-    cf_buf_append_str(&b, "{\"format\":\"cdcflow.offsets\",\"version\":1,\"offsets\":[\n");
+/* The whole store as the file's text (under mu); write_file puts it in
+ * <path>.tmp, fsyncs and renames it over <path>. */
+static void file_text(cf_offset_store *s, cf_buf *b) {
+    cf_buf_append_str(b, "{\"format\":\"cdcflow.offsets\",\"version\":1,\"offsets\":[\n");
     bool first = true;
     for (size_t i = 0; i < s->n; i++) {
         if (!s->e[i].value) continue; /* deleted offsets are simply absent */
-        cf_buf_printf(&b, "%s{\"key\":%s,\"value\":%s}", first ? "" : ",\n", s->e[i].key, s->e[i].value);
+        cf_buf_printf(b, "%s{\"key\":%s,\"value\":%s}", first ? "" : ",\n", s->e[i].key, s->e[i].value);
         first = false;
     }
-    cf_buf_append_str(&b, "\n]}\n");
+    cf_buf_append_str(b, "\n]}\n");
+}
+
+/* Replace the file with b's text atomically (no lock held: flush_mu orders
+ * the writers). */
+static cf_code write_file(cf_offset_store *s, cf_buf *bp, cf_err *err) {
+    cf_buf b = *bp;
     size_t plen = strlen(s->path);
     char *tmp = cf_xmalloc(plen + 16);
     snprintf(tmp, plen + 16, "%s.tmp", s->path);
@@ -404,31 +447,52 @@ static cf_code write_file(cf_offset_store *s, cf_err *err) {
     fsync_dir_of(s->path);
 out:
     free(tmp);
-    cf_buf_free(&b);
     return rc;
 }
 
+/* The dirty state is taken under mu and written with mu released, so that
+ * puts (every source task's acknowledged offsets) never wait for the disk or
+ * the broker. What a failed flush took is marked dirty again. */
 cf_code cf_offset_store_flush(cf_offset_store *s, cf_err *err) {
+    pthread_mutex_lock(&s->flush_mu);
     pthread_mutex_lock(&s->mu);
+    if (!s->dirty) {
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&s->flush_mu);
+        return CF_OK;
+    }
     cf_code rc = CF_OK;
-    if (s->dirty) {
-        if (s->path) {
-            rc = write_file(s, err);
-        } else if (s->backend) {
-            /* Hand the dirty entries over; the backend waits for durability
-             * (Kafka: every write acknowledged). */
-            for (size_t i = 0; i < s->n && !rc; i++) {
-                if (!s->e[i].dirty) continue;
-                rc = s->backend->write(s->bstate, s->e[i].key, s->e[i].value, err);
+    cf_buf text = CF_BUF_INIT;
+    size_t *taken = NULL, nt = 0;
+    if (s->path) {
+        file_text(s, &text);
+        for (size_t i = 0; i < s->n; i++) s->e[i].dirty = false;
+    } else if (s->backend) {
+        /* hand the dirty entries over (Kafka: produce, no waiting) */
+        taken = cf_xmalloc((s->n ? s->n : 1) * sizeof *taken);
+        for (size_t i = 0; i < s->n && !rc; i++) {
+            if (!s->e[i].dirty) continue;
+            rc = s->backend->write(s->bstate, s->e[i].key, s->e[i].value, err);
+            if (!rc) {
+                s->e[i].dirty = false;
+                taken[nt++] = i;
             }
-            if (!rc) rc = s->backend->sync(s->bstate, err);
-        }
-        if (!rc) {
-            for (size_t i = 0; i < s->n; i++) s->e[i].dirty = false;
-            s->dirty = false;
         }
     }
+    s->dirty = rc != CF_OK; /* entries not handed over are still dirty */
     pthread_mutex_unlock(&s->mu);
+    if (!rc) rc = s->path ? write_file(s, &text, err) : s->backend ? s->backend->sync(s->bstate, err) : CF_OK;
+    if (rc) {
+        pthread_mutex_lock(&s->mu);
+        s->dirty = true;
+        if (s->path) /* the file is rewritten whole: any entry marks it */
+            for (size_t i = 0; i < s->n; i++) s->e[i].dirty = true;
+        for (size_t k = 0; k < nt; k++) s->e[taken[k]].dirty = true;
+        pthread_mutex_unlock(&s->mu);
+    }
+    free(taken);
+    cf_buf_free(&text);
+    pthread_mutex_unlock(&s->flush_mu);
     return rc;
 }
 
@@ -440,8 +504,10 @@ void cf_offset_store_destroy(cf_offset_store *s) {
         free(s->e[i].value);
     }
     free(s->e);
+    free(s->idx);
     free(s->path);
     if (s->backend && s->backend->destroy) s->backend->destroy(s->bstate);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->flush_mu);
     free(s);
 }

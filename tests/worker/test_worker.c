@@ -190,6 +190,107 @@ static void test_offset_file_store(void **state) {
     cf_value_destroy(p), cf_value_destroy(p_other), cf_value_destroy(o);
 }
 
+/* ---- a backend that records writes and fails syncs on demand ---- */
+typedef struct fake_backend {
+    size_t writes, syncs;
+    int fail_syncs;              /* fail this many syncs */
+    cf_offset_store *put_during; /* put into this store from inside sync (another task) */
+    char last_key[256];
+} fake_backend;
+
+static cf_code fb_write(void *st, const char *key, const char *value, cf_err *err) {
+    (void)value, (void)err;
+    fake_backend *b = st;
+    b->writes++;
+    snprintf(b->last_key, sizeof b->last_key, "%s", key);
+    return CF_OK;
+}
+
+static cf_code fb_sync(void *st, cf_err *err) {
+    fake_backend *b = st;
+    b->syncs++;
+    if (b->put_during) { /* must not wait for this flush: the store's lock is not held */
+        cf_value *p = cf_value_map(), *o = cf_value_map();
+        cf_value_map_put(p, cf_value_string("src"), cf_value_string("late"));
+        cf_value_map_put(o, cf_value_string("pos"), cf_value_int64(1));
+        cf_offset_store_put(b->put_during, "c1", p, o);
+        cf_value_destroy(p), cf_value_destroy(o);
+        b->put_during = NULL;
+    }
+    if (b->fail_syncs > 0) {
+        b->fail_syncs--;
+        return cf_err_set(err, CF_ERR_TRANSPORT, "fake: not acknowledged");
+    }
+    return CF_OK;
+}
+
+static void fb_destroy(void *st) { (void)st; }
+
+static const cf_offset_backend fake_backend_ops = {fb_write, fb_sync, fb_destroy};
+
+static cf_value *part_n(int64_t i) {
+    cf_value *p = cf_value_map();
+    cf_value_map_put(p, cf_value_string("file"), cf_value_int64(i));
+    return p;
+}
+
+/* Many partitions (a files source keeps one per object), a failed sync that
+ * leaves its entries to be written again, and a put from another task while
+ * a flush waits for the broker. */
+static void test_offset_store_backend(void **state) {
+    (void)state;
+    fake_backend fb = {0};
+    cf_offset_store *s = cf_offset_store_new_backend(&fake_backend_ops, &fb);
+    cf_value *o = cf_value_map();
+    cf_value_map_put(o, cf_value_string("pos"), cf_value_int64(0));
+    for (int64_t i = 0; i < 5000; i++) {
+        cf_value *p = part_n(i);
+        cf_value_map_get_str(o, "pos")->u.i = i * 10;
+        cf_offset_store_put(s, "c1", p, o);
+        cf_value_destroy(p);
+    }
+    assert_int_equal(cf_offset_store_count(s), 5000);
+    assert_int_equal(cf_offset_store_flush(s, NULL), CF_OK);
+    assert_int_equal(fb.writes, 5000);
+    for (int64_t i = 0; i < 5000; i += 499) {
+        cf_value *p = part_n(i);
+        cf_value *got = cf_offset_store_get(s, "c1", p);
+        assert_non_null(got);
+        assert_int_equal(cf_value_map_get_str(got, "pos")->u.i, i * 10);
+        cf_value_destroy(got), cf_value_destroy(p);
+    }
+    /* unchanged values are not written again */
+    cf_value *p7 = part_n(7);
+    cf_value_map_get_str(o, "pos")->u.i = 70;
+    cf_offset_store_put(s, "c1", p7, o);
+    assert_int_equal(cf_offset_store_flush(s, NULL), CF_OK);
+    assert_int_equal(fb.writes, 5000);
+    /* a failed sync: the entry is written again by the next flush */
+    cf_value_map_get_str(o, "pos")->u.i = 71;
+    cf_offset_store_put(s, "c1", p7, o);
+    fb.fail_syncs = 1;
+    cf_err err;
+    assert_int_equal(cf_offset_store_flush(s, &err), CF_ERR_TRANSPORT);
+    assert_int_equal(fb.writes, 5001);
+    assert_int_equal(cf_offset_store_flush(s, NULL), CF_OK);
+    assert_int_equal(fb.writes, 5002);
+    assert_non_null(strstr(fb.last_key, "{\"file\":7}"));
+    /* a put while a flush waits in sync lands, and the next flush writes it */
+    cf_value_map_get_str(o, "pos")->u.i = 72;
+    cf_offset_store_put(s, "c1", p7, o);
+    fb.put_during = s;
+    assert_int_equal(cf_offset_store_flush(s, NULL), CF_OK);
+    assert_int_equal(fb.writes, 5003);
+    assert_int_equal(cf_offset_store_count(s), 5001);
+    assert_int_equal(cf_offset_store_flush(s, NULL), CF_OK);
+    assert_int_equal(fb.writes, 5004);
+    assert_non_null(strstr(fb.last_key, "late"));
+    assert_int_equal(cf_offset_store_flush(s, NULL), CF_OK); /* nothing dirty */
+    assert_int_equal(fb.writes, 5004);
+    cf_value_destroy(p7), cf_value_destroy(o);
+    cf_offset_store_destroy(s);
+}
+
 static cf_props *worker_props(void) {
     return props_of("offset.storage.file.filename", tpath("offsets.json"), "offset.flush.interval.ms", "50", NULL);
 }
@@ -526,6 +627,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_fan_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets_many_partitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_offset_store_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_topic_without_sink, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
