@@ -62,14 +62,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *out = NULL;
         size_t olen = 0;
         cf_code rc = cf_converter_from_connect(c, "t", s, v, &out, &olen, &err);
-        /* A NaN stored in a struct equals itself in cf_value_equal; the
-         * only legitimate failure is a required field whose null came from
-         * the schema itself: not possible after a successful read. */
-        if (rc != CF_OK) {
+        /* A NaN stored in a struct equals itself in cf_value_equal. The only
+         * legitimate failure: a Decimal read as BASE64 (no length limit) with
+         * more significant digits than a NUMERIC JSON number may have. */
+        bool too_long = rc == CF_ERR_SCHEMA && strstr(err.message, "too long for a JSON number");
+        if (rc != CF_OK && !too_long) {
             fprintf(stderr, "from_connect failed after to_connect: %s (%s)\n", err.message, err.where);
             abort();
         }
-        if (out) {
+        if (too_long) {
+            /* nothing written */
+        } else if (out) {
             cf_schema *s2 = NULL;
             cf_value *v2 = NULL;
             if (cf_converter_to_connect(c, "t", out, olen, &s2, &v2, &err) != CF_OK) {
@@ -91,6 +94,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     cf_schema_unref(s);
     cf_value_destroy(v);
+    /* The converter keeps the last message's schema bytes as a hint: a
+     * message read after another (the input split at its first NUL byte, or
+     * the same message twice) must give what a fresh converter gives. */
+    const char *m1 = msg, *m2 = msg;
+    size_t l1 = len, l2 = len;
+    const char *sep = len ? memchr(msg, 0, len) : NULL;
+    if (sep) l1 = (size_t)(sep - msg), m2 = sep + 1, l2 = len - l1 - 1;
+    s = NULL, v = NULL;
+    if (cf_converter_to_connect(c, "t", m1, l1, &s, &v, &err) == CF_OK) cf_schema_unref(s), cf_value_destroy(v);
+    cf_converter *fresh = make(data[0]);
+    cf_schema *sa = NULL, *sb = NULL;
+    cf_value *va = NULL, *vb = NULL;
+    cf_code ra = cf_converter_to_connect(c, "t", m2, l2, &sa, &va, &err);
+    cf_code rb = cf_converter_to_connect(fresh, "t", m2, l2, &sb, &vb, &err);
+    if (ra != rb) {
+        fprintf(stderr, "after another message: code %d, fresh converter: %d\n", (int)ra, (int)rb);
+        abort();
+    }
+    if (ra == CF_OK && !has_non_finite(va) && (!cf_schema_equal(sa, sb) || !cf_value_equal(va, vb))) {
+        fprintf(stderr, "after another message the record differs from a fresh converter's\n");
+        abort();
+    }
+    cf_schema_unref(sa), cf_schema_unref(sb);
+    cf_value_destroy(va), cf_value_destroy(vb);
+    cf_converter_destroy(fresh);
     cf_converter_destroy(c);
     return 0;
 }

@@ -808,10 +808,39 @@ static bool int_in_range(cf_type t, int64_t x) {
     }
 }
 
-static void fc_decimal_numeric(cf_buf *b, const cf_value *v, int32_t scale) {
+/* As BigDecimal.toString() prints it (Jackson's output), unless that is
+ * longer than a JSON number may be (JSON_MAX_NUMBER_LEN, Jackson's
+ * StreamReadConstraints too): then the unscaled value's trailing zeros move
+ * into the exponent (same value, e.g. 1.234E+6789 rather than 6,790 digits),
+ * so that what we write can be read back, by us and by Kafka. A value with
+ * more significant digits than that is an error, not a number nobody reads. */
+static cf_code fc_decimal_numeric(cf_buf *b, const cf_value *v, int32_t scale, cf_err *err) {
     char *digits = cf_decimal_to_string((const uint8_t *)v->u.s.ptr, v->u.s.len, 0);
+    size_t start = b->len;
     json_write_bigdecimal(b, digits, scale);
+    if (b->len - start > JSON_MAX_NUMBER_LEN) {
+        b->len = start;
+        b->data[start] = '\0';
+        size_t n = strlen(digits), zeros = 0;
+        while (n - zeros > 1 && digits[n - 1 - zeros] == '0') zeros++;
+        digits[n - zeros] = '\0';
+        json_write_bigdecimal(b, digits, (int32_t)((int64_t)scale - (int64_t)zeros));
+        /* 10000: the largest exponent shift cf_decimal_from_string reads */
+        if (b->len - start > JSON_MAX_NUMBER_LEN || zeros > 10000) {
+            b->len = start;
+            b->data[start] = '\0';
+            cf_err_set(err, CF_ERR_SCHEMA,
+                       "Decimal value with %zu significant digits and %zu more zeros is too long for a JSON number",
+                       n - zeros - (digits[0] == '-'), zeros);
+            cf_err_detail(err, "a JSON number is at most %d characters (Jackson's limit too) and is read with an "
+                               "exponent of at most 10000", JSON_MAX_NUMBER_LEN);
+            cf_err_hint(err, "Use decimal.format=BASE64 for such values.");
+            free(digits);
+            return CF_ERR_SCHEMA;
+        }
+    }
     free(digits);
+    return CF_OK;
 }
 
 /* asJsonSchema, with the cache */
@@ -933,7 +962,7 @@ static cf_code fc_value(json_conv *jc, cf_buf *b, const cf_schema *s, const cf_v
             return CF_ERR_SCHEMA;
         }
         if (jc->decimal_numeric) {
-            fc_decimal_numeric(b, v, scale);
+            return fc_decimal_numeric(b, v, scale, err);
         } else {
             size_t skip = 0, m = v->u.s.len ? minimal_twos((const uint8_t *)v->u.s.ptr, v->u.s.len, &skip) : 0;
             cf_buf_append_byte(b, '"');

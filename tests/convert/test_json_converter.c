@@ -649,6 +649,41 @@ static void decimalToNumericJson(void **st) {
     cf_converter_destroy(c);
 }
 
+/* Found by fuzz_json_converter: a decimal read from 1.234567891234e6789 at
+ * scale 18 printed as BigDecimal.toString() prints it is 6,808 digits, a
+ * JSON number longer than we (and Jackson) read. Such a value is written
+ * with its trailing zeros in the exponent, and reads back equal; one with
+ * more significant digits than a JSON number holds is a clear error. */
+static void decimalTooLongForPlainNumericJson(void **st) {
+    (void)st;
+    cf_converter *c = conv(false, "decimal.format", "NUMERIC", NULL);
+    cf_schema *s = cf_schema_decimal(18);
+    cf_value *v = dec("1.234567891234e6789", 18);
+    expect_json(c, s, v,
+                "{\"schema\":{\"type\":\"bytes\",\"optional\":false,\"name\":\"org.apache.kafka.connect.data.Decimal\","
+                "\"version\":1,\"parameters\":{\"scale\":\"18\"}},\"payload\":1.234567891234E+6789}");
+    sv r = to_connect(c, "{\"schema\":{\"type\":\"bytes\",\"name\":\"org.apache.kafka.connect.data.Decimal\","
+                         "\"version\":1,\"parameters\":{\"scale\":\"18\"}},\"payload\":1.234567891234E+6789}");
+    assert_true(cf_value_equal(r.value, v));
+    sv_free(&r);
+    cf_value_destroy(v);
+    /* 1,200 significant digits (read as BASE64, which has no length limit) */
+    uint8_t big[500];
+    big[0] = 0x7f;
+    for (size_t i = 1; i < sizeof big; i++) big[i] = (uint8_t)(0x35 + i);
+    v = cf_value_bytes(big, sizeof big);
+    char *data = NULL;
+    size_t len = 0;
+    cf_err err;
+    assert_int_equal(cf_converter_from_connect(c, "t", s, v, &data, &len, &err), CF_ERR_SCHEMA);
+    assert_non_null(strstr(err.message, "too long for a JSON number"));
+    assert_non_null(strstr(err.hint, "BASE64"));
+    assert_null(data);
+    cf_value_destroy(v);
+    cf_schema_unref(s);
+    cf_converter_destroy(c);
+}
+
 static void decimalWithTrailingZerosToNumericJson(void **st) {
     (void)st;
     cf_converter *c = conv(false, "decimal.format", "numeric", NULL); /* case insensitive */
@@ -1187,6 +1222,7 @@ int main(void) {
         cmocka_unit_test(structSchemaIdentical),
         cmocka_unit_test(decimalToJson),
         cmocka_unit_test(decimalToNumericJson),
+        cmocka_unit_test(decimalTooLongForPlainNumericJson),
         cmocka_unit_test(decimalWithTrailingZerosToNumericJson),
         cmocka_unit_test(decimalToJsonWithoutSchema),
         cmocka_unit_test(dateToJson),
