@@ -1922,6 +1922,21 @@ cf_code cf_worker_restart_connector(cf_worker *w, const char *name, bool only_fa
 
 static bool terminal(int st) { return st == CF_STATE_FINISHED || st == CF_STATE_FAILED; }
 
+/* The connectors as they are now, each with a reference held (conn_unref
+ * each, free the array): the caller walks them without the worker's lock. */
+static conn **conns_snapshot(cf_worker *w, size_t *n_out) {
+    pthread_mutex_lock(&w->mu);
+    size_t n = w->n_conns;
+    conn **cs = cf_xmalloc((n ? n : 1) * sizeof(conn *));
+    for (size_t i = 0; i < n; i++) {
+        cs[i] = w->conns[i];
+        atomic_fetch_add(&cs[i]->refs, 1);
+    }
+    pthread_mutex_unlock(&w->mu);
+    *n_out = n;
+    return cs;
+}
+
 cf_code cf_worker_run(cf_worker *w, bool stop_on_failure, cf_err *err) {
     cf_code rc = CF_OK;
     atomic_store(&w->sealed, true);
@@ -1956,14 +1971,8 @@ cf_code cf_worker_run(cf_worker *w, bool stop_on_failure, cf_err *err) {
         sleep_ms(20);
     }
     /* sources first (their pending records need the sinks in direct mode), then sinks */
-    pthread_mutex_lock(&w->mu);
-    size_t n = w->n_conns;
-    conn **cs = cf_xmalloc((n ? n : 1) * sizeof(conn *));
-    for (size_t i = 0; i < n; i++) {
-        cs[i] = w->conns[i];
-        atomic_fetch_add(&cs[i]->refs, 1);
-    }
-    pthread_mutex_unlock(&w->mu);
+    size_t n;
+    conn **cs = conns_snapshot(w, &n);
     for (size_t i = 0; i < n; i++)
         if (!cs[i]->is_sink)
             for (int j = 0; j < cs[i]->ntasks; j++) atomic_store(&cs[i]->tasks[j]->stop, true);
@@ -2172,14 +2181,8 @@ char *cf_worker_connector_status_json(cf_worker *w, const char *name) {
 }
 
 char *cf_worker_health_json(cf_worker *w, bool *healthy) {
-    pthread_mutex_lock(&w->mu);
-    size_t n = w->n_conns;
-    conn **cs = cf_xmalloc((n ? n : 1) * sizeof(conn *));
-    for (size_t i = 0; i < n; i++) {
-        cs[i] = w->conns[i];
-        atomic_fetch_add(&cs[i]->refs, 1);
-    }
-    pthread_mutex_unlock(&w->mu);
+    size_t n;
+    conn **cs = conns_snapshot(w, &n);
     bool failed = false, unreachable = false;
     json_t *co = json_object();
     for (size_t i = 0; i < n; i++) {
@@ -2331,14 +2334,8 @@ static void metrics_sr(cf_buf *out, conn **cs, size_t n) {
 }
 
 void cf_worker_metrics_text(cf_worker *w, cf_buf *out) {
-    pthread_mutex_lock(&w->mu);
-    size_t n = w->n_conns;
-    conn **cs = cf_xmalloc((n ? n : 1) * sizeof(conn *));
-    for (size_t i = 0; i < n; i++) {
-        cs[i] = w->conns[i];
-        atomic_fetch_add(&cs[i]->refs, 1);
-    }
-    pthread_mutex_unlock(&w->mu);
+    size_t n;
+    conn **cs = conns_snapshot(w, &n);
     for (size_t d = 0; d < sizeof mdefs / sizeof *mdefs; d++) {
         cf_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", mdefs[d].name, mdefs[d].help, mdefs[d].name,
                       mdefs[d].type);
