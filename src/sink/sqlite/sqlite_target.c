@@ -283,6 +283,35 @@ static void key_match(cf_buf *b, const cf_sink_table *t, const char *a, const ch
     }
 }
 
+/* The statement that records a tombstone (key, seq, time: ?1..?n+2), kept
+ * only if newer than the one there; if_no_row: only when the table has no
+ * row of that key (a newer upsert already replaced the deleted row). */
+static void tomb_upsert(cf_buf *b, const cf_sink_table *t, bool if_no_row) {
+    cf_buf_append_str(b, "INSERT INTO ");
+    qid2(b, "_cdc_tombstones_", t->name, "");
+    cf_buf_append_str(b, " (");
+    key_list(b, t, NULL);
+    cf_buf_append_str(b, if_no_row ? ", \"" SEQ_COL "\", \"_deleted_at\") SELECT "
+                                   : ", \"" SEQ_COL "\", \"_deleted_at\") VALUES (");
+    for (size_t k = 0; k < t->n_key + 2; k++) cf_buf_printf(b, "%s?%zu", k ? ", " : "", k + 1);
+    if (if_no_row) {
+        cf_buf_append_str(b, " WHERE NOT EXISTS (SELECT 1 FROM ");
+        qid(b, t->name);
+        cf_buf_append_str(b, " WHERE ");
+        for (size_t k = 0; k < t->n_key; k++) {
+            if (k) cf_buf_append_str(b, " AND ");
+            qid(b, t->cols[k].name);
+            cf_buf_printf(b, " = ?%zu", k + 1);
+        }
+    }
+    cf_buf_append_str(b, ") ON CONFLICT (");
+    key_list(b, t, NULL);
+    cf_buf_append_str(b, ") DO UPDATE SET \"" SEQ_COL "\" = excluded.\"" SEQ_COL
+                         "\", \"_deleted_at\" = excluded.\"_deleted_at\" WHERE excluded.\"" SEQ_COL "\" >= ");
+    qid2(b, "_cdc_tombstones_", t->name, "");
+    cf_buf_append_str(b, ".\"" SEQ_COL "\"");
+}
+
 static cf_code create_table(sq *q, const cf_sink_table *t, cf_err *err) {
     cf_buf b = CF_BUF_INIT;
     cf_buf_append_str(&b, "CREATE TABLE ");
@@ -582,41 +611,11 @@ static cf_code prepare_table(sq *q, cf_sink_table *t, cf_err *err) {
     cf_buf_printf(&b, "\"" SEQ_COL "\" <= ?%zu", t->n_key + 1);
     if (!rc) rc = prep(q, b.data, &x->del, err);
     cf_buf_reset(&b);
-    cf_buf_append_str(&b, "INSERT INTO ");
-    qid2(&b, "_cdc_tombstones_", t->name, "");
-    cf_buf_append_str(&b, " (");
-    key_list(&b, t, NULL);
-    cf_buf_append_str(&b, ", \"" SEQ_COL "\", \"_deleted_at\") SELECT ");
-    for (size_t k = 0; k < t->n_key + 2; k++) cf_buf_printf(&b, "%s?%zu", k ? ", " : "", k + 1);
-    cf_buf_append_str(&b, " WHERE NOT EXISTS (SELECT 1 FROM ");
-    qid(&b, t->name);
-    cf_buf_append_str(&b, " WHERE ");
-    for (size_t k = 0; k < t->n_key; k++) {
-        if (k) cf_buf_append_str(&b, " AND ");
-        qid(&b, t->cols[k].name);
-        cf_buf_printf(&b, " = ?%zu", k + 1);
-    }
-    cf_buf_append_str(&b, ") ON CONFLICT (");
-    key_list(&b, t, NULL);
-    cf_buf_append_str(&b, ") DO UPDATE SET \"" SEQ_COL "\" = excluded.\"" SEQ_COL
-                          "\", \"_deleted_at\" = excluded.\"_deleted_at\" WHERE excluded.\"" SEQ_COL "\" >= ");
-    qid2(&b, "_cdc_tombstones_", t->name, "");
-    cf_buf_append_str(&b, ".\"" SEQ_COL "\"");
+    tomb_upsert(&b, t, true);
     if (!rc) rc = prep(q, b.data, &x->tomb, err);
     /* the same when the DELETE just removed the row: no row to look for */
     cf_buf_reset(&b);
-    cf_buf_append_str(&b, "INSERT INTO ");
-    qid2(&b, "_cdc_tombstones_", t->name, "");
-    cf_buf_append_str(&b, " (");
-    key_list(&b, t, NULL);
-    cf_buf_append_str(&b, ", \"" SEQ_COL "\", \"_deleted_at\") VALUES (");
-    for (size_t k = 0; k < t->n_key + 2; k++) cf_buf_printf(&b, "%s?%zu", k ? ", " : "", k + 1);
-    cf_buf_append_str(&b, ") ON CONFLICT (");
-    key_list(&b, t, NULL);
-    cf_buf_append_str(&b, ") DO UPDATE SET \"" SEQ_COL "\" = excluded.\"" SEQ_COL
-                          "\", \"_deleted_at\" = excluded.\"_deleted_at\" WHERE excluded.\"" SEQ_COL "\" >= ");
-    qid2(&b, "_cdc_tombstones_", t->name, "");
-    cf_buf_append_str(&b, ".\"" SEQ_COL "\"");
+    tomb_upsert(&b, t, false);
     if (!rc) rc = prep(q, b.data, &x->tomb_nc, err);
     if (!rc && q->o->max_staleness_s > 0) {
         cf_buf_reset(&b);
