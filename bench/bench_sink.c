@@ -89,6 +89,22 @@ static int32_t ops_next(ops *o, int *del, gen_row *row) {
     return id;
 }
 
+/* The next event as JsonConverter bytes (key, value), as Debezium +
+ * ExtractNewRecordState would have put them on the topic. */
+static void event_bytes(ops *o, cf_converter *kc, cf_converter *vc, char **kb, size_t *kl, char **vb, size_t *vl) {
+    int del;
+    gen_row row;
+    int32_t id = ops_next(o, &del, &row);
+    cf_value *kv = cf_value_struct(cf_schema_ref(o->g.key_s));
+    cf_value_struct_set(kv, "id", cf_value_int32(id), NULL);
+    cf_value *vv = gen_row_value(&row, o->g.val_s, del ? "true" : "false", 0);
+    cf_err e;
+    cf_converter_from_connect(kc, o->g.topic, o->g.key_s, kv, kb, kl, &e);
+    cf_converter_from_connect(vc, o->g.topic, o->g.val_s, vv, vb, vl, &e);
+    cf_value_destroy(kv);
+    cf_value_destroy(vv);
+}
+
 /* ---------------- the sink side ---------------- */
 
 typedef struct run_result {
@@ -118,19 +134,9 @@ static int run_sink(const cf_sink_options *so, const cf_sink_target *tg, size_t 
     size_t nr = 0;
     double conv = 0, t_start = now();
     for (size_t i = 0; i < n; i++) {
-        int del;
-        gen_row row;
-        int32_t id = ops_next(&o, &del, &row);
-        /* produce the bytes (not measured) */
-        cf_value *kv = cf_value_struct(cf_schema_ref(o.g.key_s));
-        cf_value_struct_set(kv, "id", cf_value_int32(id), NULL);
-        cf_value *vv = gen_row_value(&row, o.g.val_s, del ? "true" : "false", 0);
         char *kb, *vb;
         size_t kl, vl;
-        cf_converter_from_connect(kc, o.g.topic, o.g.key_s, kv, &kb, &kl, &e);
-        cf_converter_from_connect(vc, o.g.topic, o.g.val_s, vv, &vb, &vl, &e);
-        cf_value_destroy(kv);
-        cf_value_destroy(vv);
+        event_bytes(&o, kc, vc, &kb, &kl, &vb, &vl); /* not measured */
         /* conversion */
         double t0 = now();
         cf_record *r = cf_record_new();
@@ -209,18 +215,9 @@ static int write_recordfile(const char *path, size_t n) {
     }
     cf_msg *m = cf_msg_new();
     for (size_t i = 0; i < n; i++) {
-        int del;
-        gen_row row;
-        int32_t id = ops_next(&o, &del, &row);
-        cf_value *kv = cf_value_struct(cf_schema_ref(o.g.key_s));
-        cf_value_struct_set(kv, "id", cf_value_int32(id), NULL);
-        cf_value *vv = gen_row_value(&row, o.g.val_s, del ? "true" : "false", 0);
         char *kb, *vb;
         size_t kl, vl;
-        cf_converter_from_connect(kc, o.g.topic, o.g.key_s, kv, &kb, &kl, &e);
-        cf_converter_from_connect(vc, o.g.topic, o.g.val_s, vv, &vb, &vl, &e);
-        cf_value_destroy(kv);
-        cf_value_destroy(vv);
+        event_bytes(&o, kc, vc, &kb, &kl, &vb, &vl);
         cf_msg_clear(m);
         cf_msg_set_topic(m, o.g.topic);
         m->partition = 0;
