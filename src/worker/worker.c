@@ -145,6 +145,9 @@ typedef struct dqueue {
     pthread_cond_t cv;
     qitem *items;
     size_t head, len, cap;
+    /* set (with the queue emptied) when the sink task ends, under mu: a
+     * source can then no longer push a record nobody would acknowledge */
+    bool closed;
 } dqueue;
 
 typedef struct metrics {
@@ -561,8 +564,10 @@ static void dq_init(dqueue *q) {
     pthread_cond_init(&q->cv, NULL);
 }
 
+/* Close the queue and fail what is in it (the sink task ends). */
 static void dq_fail_all(dqueue *q) {
     pthread_mutex_lock(&q->mu);
+    q->closed = true;
     while (q->len) {
         qitem it = q->items[q->head];
         q->head = (q->head + 1) % q->cap;
@@ -595,7 +600,7 @@ static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
 static bool dq_push(task *sink, task *src, cf_record *rec, cf_ack *ack) {
     dqueue *q = &sink->q;
     pthread_mutex_lock(&q->mu);
-    while (q->len >= DIRECT_QUEUE_MAX) {
+    while (q->len >= DIRECT_QUEUE_MAX && !q->closed) {
         int st = atomic_load(&sink->state);
         if (atomic_load(&sink->stop) || st == CF_STATE_FAILED || st == CF_STATE_FINISHED ||
             atomic_load(&src->stop)) {
@@ -605,7 +610,7 @@ static bool dq_push(task *sink, task *src, cf_record *rec, cf_ack *ack) {
         timed_wait(&q->cv, &q->mu, 100);
     }
     int st = atomic_load(&sink->state);
-    if (atomic_load(&sink->stop) || st == CF_STATE_FAILED || st == CF_STATE_FINISHED) {
+    if (q->closed || atomic_load(&sink->stop) || st == CF_STATE_FAILED || st == CF_STATE_FINISHED) {
         pthread_mutex_unlock(&q->mu);
         return false;
     }
@@ -1714,6 +1719,11 @@ static cf_code conn_create(cf_worker *w, const char *name, const cf_props *confi
 }
 
 static void task_start(task *t) {
+    if (t->c->is_sink) { /* a restarted sink task takes records again */
+        pthread_mutex_lock(&t->q.mu);
+        t->q.closed = false;
+        pthread_mutex_unlock(&t->q.mu);
+    }
     atomic_store(&t->stop, false);
     atomic_store(&t->state, CF_STATE_UNASSIGNED);
     t->trace[0] = 0;
