@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "cdcflow/text.h"
 
@@ -73,6 +76,18 @@ static jnode *new_node(parser *ps, jn_type t, size_t start) {
     return n;
 }
 
+/* True when none of the 8 bytes of w is a quote, a backslash, a control
+ * character or non-ASCII: the bytes the string scan must look at one by one.
+ * (Exact for "any such byte": the zero-byte tests have no false negatives,
+ * and a byte >= 0x80 is caught by its own high bit.) String bodies are most
+ * of a JSON line's bytes; a byte loop over them held JSON lines extraction
+ * below 300 MB/s. With SSE2 (every x86-64) 16 bytes are tested at once. */
+static inline bool plain8(uint64_t w) {
+    const uint64_t k01 = 0x0101010101010101ull, k80 = 0x8080808080808080ull;
+    uint64_t q = w ^ (0x22 * k01), b = w ^ (0x5c * k01);
+    return ((((w - 0x20 * k01) & ~w) | ((q - k01) & ~q) | ((b - k01) & ~b) | w) & k80) == 0;
+}
+
 /* Parse a string starting at the opening quote. */
 static cf_code parse_string(parser *ps, const char **out, size_t *out_len) {
     const char *s = ++ps->p; /* after the quote */
@@ -80,6 +95,29 @@ static cf_code parse_string(parser *ps, const char **out, size_t *out_len) {
     const char *q = s;
     bool esc = false;
     while (q < ps->end) {
+#ifdef __SSE2__
+        if (ps->end - q >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+            __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                                        _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                                           /* signed: < 0x20 also catches bytes >= 0x80 */
+                                           _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+            int m = _mm_movemask_epi8(special);
+            if (m == 0) {
+                q += 16;
+                continue;
+            }
+            q += __builtin_ctz((unsigned)m); /* the byte loop below takes it */
+        }
+#endif
+        if (ps->end - q >= 8) {
+            uint64_t w;
+            memcpy(&w, q, 8);
+            if (plain8(w)) {
+                q += 8;
+                continue;
+            }
+        }
         unsigned char c = (unsigned char)*q;
         if (c == '"') break;
         if (c == '\\') { esc = true; q += 2; continue; }
