@@ -1138,6 +1138,50 @@ static void stringEscapes(void **st) {
     cf_converter_destroy(c);
 }
 
+/* The string scan tests 16 or 8 bytes at once for a quote, backslash,
+ * control character or non-ASCII byte: each of them, at every position of
+ * strings long enough for several words, must still be found there. */
+static void stringScanEveryPosition(void **st) {
+    (void)st;
+    cf_converter *c = conv(false, "schemas.enable", "false", NULL);
+    static const struct {
+        const char *json;  /* what is put at the position, in the JSON text */
+        const char *value; /* what it reads as (NULL: an error) */
+    } cases[] = {
+        {"\\\"", "\""}, {"\\\\", "\\"}, {"\\n", "\n"}, {"\\u00e9", "\xc3\xa9"}, {"\xc3\xa9", "\xc3\xa9"},
+        {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"}, {"\x01", NULL}, {"\x1f", NULL}, {"\xff", NULL}, {"\xc3", NULL},
+        {"\x7f", "\x7f"}, {" ", " "},
+    };
+    char json[128], want[128];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        for (int len = 0; len <= 40; len++) {
+            for (int at = 0; at <= len; at++) {
+                int n = snprintf(json, sizeof json, "\"%.*s%s%.*s\"", at, "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH",
+                                 cases[k].json, len - at, "ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210zyxwvu");
+                cf_schema *sch = NULL;
+                cf_value *v = NULL;
+                cf_err err;
+                cf_code rc = cf_converter_to_connect(c, TOPIC, json, (size_t)n, &sch, &v, &err);
+                if (!cases[k].value) {
+                    if (rc != CF_ERR_INVALID) fail_msg("case %zu len %d at %d: %s accepted", k, len, at, json);
+                    continue;
+                }
+                if (rc) fail_msg("case %zu len %d at %d: %s: %s", k, len, at, json, err.message);
+                snprintf(want, sizeof want, "%.*s%s%.*s", at, "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH",
+                         cases[k].value, len - at, "ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210zyxwvu");
+                assert_non_null(v);
+                assert_string_equal(v->u.s.ptr, want);
+                cf_value_destroy(v);
+                cf_schema_unref(sch);
+            }
+        }
+    }
+    /* an unterminated string whose last word is plain */
+    cf_err err;
+    assert_int_equal(to_connect_err(c, "\"abcdefghijklmnopqrstuvwxyz0123456789", &err), CF_ERR_INVALID);
+    cf_converter_destroy(c);
+}
+
 static void registryAndConfig(void **st) {
     (void)st;
     assert_ptr_equal(cf_converter_find("json"), cf_converter_find("org.apache.kafka.connect.json.JsonConverter"));
@@ -1248,6 +1292,7 @@ int main(void) {
         cmocka_unit_test(errorsNameTheField),
         cmocka_unit_test(javaNumberFormats),
         cmocka_unit_test(stringEscapes),
+        cmocka_unit_test(stringScanEveryPosition),
         cmocka_unit_test(registryAndConfig),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
