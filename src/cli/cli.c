@@ -87,7 +87,14 @@ int cf_cli_main(int argc, char **argv) {
         return CF_EXIT_USAGE;
     }
     env = getenv("CDCFLOW_LOG_FORMAT");
-    if (env && strcmp(env, "json") == 0) format = CF_LOG_JSON;
+    if (env && strcmp(env, "json") == 0) {
+        format = CF_LOG_JSON;
+    } else if (env && *env && strcmp(env, "text") != 0) {
+        /* as an invalid CDCFLOW_LOG_LEVEL: a typo must not quietly give a
+         * log that the machine reading it cannot parse */
+        fprintf(stderr, "cdcflow: invalid CDCFLOW_LOG_FORMAT \"%s\"\nHINT:  Use text or json.\n", env);
+        return CF_EXIT_USAGE;
+    }
 
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {

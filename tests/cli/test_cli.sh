@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_cli.sh - the command line as a user meets it: help, version, exit codes
-# (0 ok, 2 usage/config error), `validate` on good and bad files, and
-# `<command> --help` for every command listed by `cdcflow --help`.
+# (0 ok, 1 runtime failure, 2 usage/config error), `validate` on good and bad
+# files, `<command> --help` for every command listed by `cdcflow --help`, and
+# the log (levels, text and JSON formats, from options and the environment).
 set -uo pipefail
 CLI=${CF_CLI:?CF_CLI must point to the cdcflow binary}
 T=$(mktemp -d)
@@ -147,6 +148,57 @@ run "$CLI" validate "$T/good.json" "$T/bad.properties"; expect_rc 2 "good + bad"
 expect_out "1 of 2 file(s) invalid" "good + bad summary"
 run "$CLI" validate "$T/does-not-exist.json"; expect_rc 2 "missing file"; expect_out "cannot open" "missing file"
 run "$CLI" validate;                          expect_rc 2 "validate without files"
+
+# ---- logging: levels, text and JSON formats; a runtime failure exits 1 ----
+# A files source with errors.tolerance=none on a malformed CSV row logs at
+# INFO, WARN and ERROR and fails its task: exit code 1.
+mkdir -p "$T/logsrc"
+printf 'a,b\n1,"say ""hi"""\n"x"y,3\n' > "$T/logsrc/bad.csv"
+printf 'transport=direct\noffset.storage.file.filename=%s/log-offsets.json\n' "$T" > "$T/log-worker.properties"
+cat > "$T/logsrc.json" <<JSON
+{"name": "logs", "config": {"connector.class": "files", "files.path": "$T/logsrc", "topic": "t", "input.format": "csv",
+ "files.min.age.ms": "0", "errors.tolerance": "none", "key.converter": "string", "value.converter": "json"}}
+JSON
+# logrun ARGS...: run the failing connector with the given global options; $log is its stderr
+logrun() {
+  rm -f "$T/log-offsets.json"
+  timeout 30 "$CLI" "$@" run --worker "$T/log-worker.properties" --output "$T/log-out.jsonl" "$T/logsrc.json" \
+    2>"$T/stderr" >/dev/null
+  rc=$?; log=$(cat "$T/stderr"); out=$log
+}
+# check_json_log WHAT: every log line is one JSON object {ts, level, component, msg} in that
+# order; the bad row's WARN names object, line and byte; the task failure is an ERROR
+check_json_log() {
+  python3 - "$T/stderr" <<'PY' || fail "$1: JSON log lines:"$'\n'"$log"
+import json, re, sys
+lines = [l for l in open(sys.argv[1]).read().splitlines() if l.startswith("{")]
+assert lines, "no JSON log lines"
+levels = set()
+for l in lines:
+    o = json.loads(l)
+    assert list(o) == ["ts", "level", "component", "msg"], list(o)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", o["ts"]), o["ts"]
+    assert o["level"] in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR"), o["level"]
+    assert isinstance(o["component"], str) and isinstance(o["msg"], str)
+    levels.add(o["level"])
+warn = [json.loads(l)["msg"] for l in lines if json.loads(l)["level"] == "WARN"]
+assert any('bad.csv: line 3, byte 19' in m and '"' in m for m in warn), warn
+assert {"INFO", "WARN", "ERROR"} <= levels, levels
+PY
+}
+logrun --log-format json;         expect_rc 1 "--log-format json run (task fails)"; check_json_log "--log-format json"
+logrun --log-format=json;         expect_rc 1 "--log-format=json run"; check_json_log "--log-format=json"
+CDCFLOW_LOG_FORMAT=json logrun;   expect_rc 1 "CDCFLOW_LOG_FORMAT=json run"; check_json_log "CDCFLOW_LOG_FORMAT=json"
+logrun --log-format json --log-level error; expect_rc 1 "--log-level error run"
+grep -q '"level":"INFO"\|"level":"WARN"' <<<"$log" && fail "--log-level error still logs INFO/WARN: $log"
+grep -q '"level":"ERROR"' <<<"$log" || fail "--log-level error: no ERROR line: $log"
+logrun;                           expect_rc 1 "text log run"
+grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z WARN  \[source\] .*bad.csv: line 3, byte 19' <<<"$log" \
+  || fail "text log line format: $log"
+logrun --log-format xml;          expect_rc 2 "invalid --log-format"; expect_out "Use text or json" "invalid --log-format"
+CDCFLOW_LOG_FORMAT=xml logrun;    expect_rc 2 "invalid CDCFLOW_LOG_FORMAT"; expect_out "CDCFLOW_LOG_FORMAT" "invalid CDCFLOW_LOG_FORMAT"
+logrun --log-level loud;          expect_rc 2 "invalid --log-level"
+CDCFLOW_LOG_LEVEL=loud logrun;    expect_rc 2 "invalid CDCFLOW_LOG_LEVEL"
 
 if (( fails )); then echo "$fails failure(s)"; exit 1; fi
 echo "all CLI checks passed"
