@@ -560,9 +560,14 @@ static inline uint64_t fmix(uint64_t k) {
     k ^= k >> 33;
     return k;
 }
+/* One load on little-endian CPUs (the byte loop this replaces was not merged
+ * into a load by the compiler and was a third of the token's time). */
 static inline uint64_t le64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 /* Cassandra reads tail bytes with ByteBuffer.get(), a signed byte that Java

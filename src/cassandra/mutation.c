@@ -502,28 +502,26 @@ static void read_row_body(cf_cass_decoder *d, cur *c, uint8_t flags, uint8_t ext
         row->deletion = rd_deletion(d, c);
         row->shadowable = ext & 0x02;
     }
-    uint32_t *idx;
-    size_t n;
-    if (flags & 0x20) { /* HAS_ALL_COLUMNS */
-        idx = dalloc(d, (n_cols ? n_cols : 1) * sizeof *idx);
-        for (size_t i = 0; i < n_cols; i++) idx[i] = (uint32_t)i;
-        n = n_cols;
-    } else {
-        n = read_subset(d, c, n_cols, &idx);
-    }
+    uint32_t *idx = NULL; /* NULL: every header column (HAS_ALL_COLUMNS, the usual case) */
+    size_t n = n_cols;
+    if (!(flags & 0x20)) n = read_subset(d, c, n_cols, &idx);
     if (c->bad) return;
-    row->columns = dalloc(d, (n ? n : 1) * sizeof *row->columns);
+    /* the columns, and one cell each for the simple ones, in one block */
+    row->columns = dalloc(d, (n ? n : 1) * (sizeof *row->columns + sizeof(cf_cass_cell)));
+    cf_cass_cell *simple = (cf_cass_cell *)(row->columns + (n ? n : 1));
     row->n_columns = 0;
     for (size_t i = 0; i < n && !c->bad; i++) {
-        const hcol *h = &cols[idx[i]];
+        const hcol *h = &cols[idx ? idx[i] : i];
         cf_cass_column_data *cd = &row->columns[row->n_columns];
-        memset(cd, 0, sizeof *cd);
         cd->name = h->name;
         cd->type = h->type;
         cd->complex = h->complex;
         cd->dropped = h->dropped;
+        cd->has_complex_deletion = false;
+        cd->complex_deletion.marked_at = 0;
+        cd->complex_deletion.local_deletion_time = 0;
         if (!h->complex) {
-            cd->cells = dalloc(d, sizeof *cd->cells);
+            cd->cells = &simple[i];
             read_cell(d, c, h, row, &cd->cells[0]);
             cd->n_cells = 1;
             /* Cassandra drops cells of dropped columns written before the drop */
