@@ -77,8 +77,10 @@ typedef struct cf_header {
     cf_value *value;   /* may be NULL */
 } cf_header;
 
+#define CF_RECORD_TOPIC_INLINE 48 /* topic names shorter than this live in the record */
+
 typedef struct cf_record {
-    char *topic;
+    char *topic; /* set with cf_record_set_topic only: may point into topic_buf */
     int32_t partition;
     int64_t offset; /* Kafka offset (sink side); -1 on the source side */
     int64_t timestamp;
@@ -94,6 +96,9 @@ typedef struct cf_record {
      * these), e.g. {"filename": "a.csv"} -> {"position": 1234}. */
     cf_value *source_partition;
     cf_value *source_offset;
+    /* A short topic's copy: one allocation less for every record (a record
+     * is built and freed per message). Records are never copied by value. */
+    char topic_buf[CF_RECORD_TOPIC_INLINE];
 } cf_record;
 
 cf_record *cf_record_new(void);
@@ -106,7 +111,10 @@ void cf_record_set_value(cf_record *r, cf_schema *schema, cf_value *value);
 void cf_record_add_header(cf_record *r, const char *key, cf_schema *schema, cf_value *value);
 const cf_header *cf_record_header_last(const cf_record *r, const char *key);
 void cf_record_remove_headers(cf_record *r, const char *key);
-/* Take over the maps. */
+/* Take over the maps. A source partition that stays the same for many
+ * records can be one shared value: cf_record_set_source(r,
+ * cf_value_ref(part), off) (see cf_value_ref; the worker then also finds it
+ * equal to the previous record's without comparing). */
 void cf_record_set_source(cf_record *r, cf_value *source_partition, cf_value *source_offset);
 
 #ifdef __cplusplus

@@ -21,9 +21,15 @@
  *   cf_value is a tree with exactly one owner: containers own their children
  *   and cf_value_destroy() frees the whole tree. A NULL cf_value* is the null
  *   value. A STRUCT value holds a reference to its schema.
+ *   The exception is a shared value (cf_value_ref): several owners hold the
+ *   same tree, each destroys it once, the last frees it. Sources use it for
+ *   what repeats in every record (the source partition of the object being
+ *   read, the key strings of offset maps), one allocation instead of one per
+ *   record. A shared value, and everything in it, must not change any more.
  *
  * THREADS: schemas may be shared between threads once built (refcount is
- *   atomic); values are not synchronised.
+ *   atomic); values are not synchronised, except the owner count of a shared
+ *   value (its owners may be in different threads; it never changes).
  */
 #ifndef CDCFLOW_SCHEMA_H
 #define CDCFLOW_SCHEMA_H
@@ -144,6 +150,9 @@ struct cf_value {
      * instead of two or three); STRUCT field slots always do. Never free or
      * replace u.s.ptr, u.map.keys/vals or u.st.fields yourself. */
     uint8_t flags;
+    /* Owners besides the first (cf_value_ref; 0 = one owner). Changed
+     * atomically: a shared value may be destroyed in several threads. */
+    uint16_t refs;
     union {
         int64_t i; /* INT8..INT64, Date/Time/Timestamp */
         double f;  /* FLOAT32 (rounded to float), FLOAT64 */
@@ -192,8 +201,13 @@ cf_code cf_value_struct_set(cf_value *st, const char *field, cf_value *v, cf_err
 void cf_value_struct_set_index(cf_value *st, size_t index, cf_value *v);
 cf_value *cf_value_struct_get(const cf_value *st, const char *field); /* NULL if unset */
 
-void cf_value_destroy(cf_value *v); /* NULL-safe, recursive */
+void cf_value_destroy(cf_value *v); /* NULL-safe, recursive; a shared value: one owner less */
+/* A deep copy the caller owns and may change (also of a shared value). */
 cf_value *cf_value_clone(const cf_value *v);
+/* One more owner of v (NULL-safe): v itself, now shared (neither v nor
+ * anything in it may change from here on, by any owner), or a deep copy
+ * once v has 65535 further owners. Each owner destroys what it got. */
+cf_value *cf_value_ref(cf_value *v);
 bool cf_value_equal(const cf_value *a, const cf_value *b); /* deep; floats by value */
 
 /* Validate a value (possibly NULL) against a schema, as Connect's

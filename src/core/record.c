@@ -101,9 +101,14 @@ static void header_free(cf_header *h) {
     cf_value_destroy(h->value);
 }
 
+static void topic_free(cf_record *r) {
+    if (r->topic != r->topic_buf) free(r->topic);
+    r->topic = NULL;
+}
+
 void cf_record_destroy(cf_record *r) {
     if (!r) return;
-    free(r->topic);
+    topic_free(r);
     cf_schema_unref(r->key_schema);
     cf_value_destroy(r->key);
     cf_schema_unref(r->value_schema);
@@ -116,8 +121,18 @@ void cf_record_destroy(cf_record *r) {
 }
 
 void cf_record_set_topic(cf_record *r, const char *topic) {
-    free(r->topic);
-    r->topic = topic ? cf_xstrdup(topic) : NULL;
+    /* the old one is freed last: topic may point into it */
+    char *old = r->topic != r->topic_buf ? r->topic : NULL;
+    size_t len = topic ? strlen(topic) : 0;
+    if (!topic) {
+        r->topic = NULL;
+    } else if (len < sizeof r->topic_buf) {
+        memmove(r->topic_buf, topic, len + 1);
+        r->topic = r->topic_buf;
+    } else {
+        r->topic = cf_xstrdup(topic);
+    }
+    free(old);
 }
 
 void cf_record_set_key(cf_record *r, cf_schema *schema, cf_value *key) {

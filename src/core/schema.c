@@ -394,8 +394,27 @@ cf_value *cf_value_struct_get(const cf_value *st, const char *field) {
     return f ? st->u.st.fields[f->index] : NULL;
 }
 
+cf_value *cf_value_ref(cf_value *v) {
+    if (!v) return NULL;
+    _Atomic uint16_t *refs = (_Atomic uint16_t *)&v->refs;
+    uint16_t r = atomic_load_explicit(refs, memory_order_relaxed);
+    do {
+        if (r == UINT16_MAX) return cf_value_clone(v); /* the count is full: a copy is as good */
+    } while (!atomic_compare_exchange_weak_explicit(refs, &r, (uint16_t)(r + 1), memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return v;
+}
+
 void cf_value_destroy(cf_value *v) {
     if (!v) return;
+    /* shared: drop one owner unless we are the last (a plain decrement
+     * could not tell the last one from a race between two) */
+    _Atomic uint16_t *refs = (_Atomic uint16_t *)&v->refs;
+    uint16_t r = atomic_load_explicit(refs, memory_order_acquire);
+    while (r)
+        if (atomic_compare_exchange_weak_explicit(refs, &r, (uint16_t)(r - 1), memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return;
     switch (v->type) {
     case CF_STRING:
     case CF_BYTES:

@@ -3,6 +3,7 @@
  * Expected behaviour from org.apache.kafka.connect.data (ConnectSchemaTest,
  * DecimalTest): validation rules, logical type names, decimal encodings.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -204,6 +205,86 @@ static void test_record_and_msg(void **state) {
     cf_msg_destroy(m);
 }
 
+/* A topic short enough lives in the record, a long one on the heap; either
+ * may be replaced by any other, also by a part of itself. */
+static void test_record_topic(void **state) {
+    (void)state;
+    char lng[200];
+    memset(lng, 'x', sizeof lng - 1);
+    lng[sizeof lng - 1] = '\0';
+    cf_record *r = cf_record_new();
+    cf_record_set_topic(r, "short");
+    assert_string_equal(r->topic, "short");
+    cf_record_set_topic(r, lng);
+    assert_string_equal(r->topic, lng);
+    cf_record_set_topic(r, r->topic + 190); /* a part of the heap copy */
+    assert_string_equal(r->topic, "xxxxxxxxx");
+    cf_record_set_topic(r, r->topic + 5); /* a part of the inline copy */
+    assert_string_equal(r->topic, "xxxx");
+    cf_record_set_topic(r, r->topic);
+    assert_string_equal(r->topic, "xxxx");
+    cf_record *c = cf_record_clone(r);
+    assert_string_equal(c->topic, "xxxx");
+    assert_ptr_not_equal(c->topic, r->topic);
+    cf_record_set_topic(r, NULL);
+    assert_null(r->topic);
+    cf_record_set_topic(c, lng);
+    cf_record_destroy(c);
+    cf_record_destroy(r);
+}
+
+static void *drop_refs(void *arg) {
+    cf_value **vs = arg;
+    for (size_t i = 0; i < 1000; i++) cf_value_destroy(vs[i]);
+    return NULL;
+}
+
+/* A shared value: every owner destroys it once, the last one frees it (ASan
+ * reports a leak or a double free otherwise), also when owners in several
+ * threads let go at once; past the count's limit a reference is a copy. */
+static void test_value_ref(void **state) {
+    (void)state;
+    assert_null(cf_value_ref(NULL));
+    cf_value *part = cf_value_map();
+    cf_value_map_put(part, cf_value_string("path"), cf_value_string("a.csv"));
+    cf_value *r1 = cf_value_ref(part);
+    assert_ptr_equal(r1, part);
+    cf_record *rec = cf_record_new();
+    cf_value *off = cf_value_map();
+    cf_value *key = cf_value_string("position");
+    cf_value_map_put(off, cf_value_ref(key), cf_value_int64(7));
+    cf_record_set_source(rec, cf_value_ref(part), off);
+    cf_record *c = cf_record_clone(rec); /* a deep copy: its own values */
+    assert_ptr_not_equal(c->source_partition, part);
+    assert_true(cf_value_equal(c->source_partition, part));
+    cf_record_destroy(rec);
+    cf_record_destroy(c);
+    cf_value_destroy(key);
+    assert_string_equal(cf_value_map_get_str(r1, "path")->u.s.ptr, "a.csv");
+    cf_value_destroy(r1);
+    cf_value_destroy(part);
+
+    enum { THREADS = 4, PER = 1000 };
+    static cf_value *owned[THREADS][PER];
+    cf_value *s = cf_value_string("shared");
+    for (size_t t = 0; t < THREADS; t++)
+        for (size_t i = 0; i < PER; i++) owned[t][i] = cf_value_ref(s);
+    pthread_t th[THREADS];
+    for (size_t t = 0; t < THREADS; t++) assert_int_equal(pthread_create(&th[t], NULL, drop_refs, owned[t]), 0);
+    for (size_t t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+    assert_int_equal(s->refs, 0);
+    cf_value_destroy(s);
+
+    cf_value *full = cf_value_int64(1);
+    full->refs = UINT16_MAX; /* as after 65535 references */
+    cf_value *copy = cf_value_ref(full);
+    assert_ptr_not_equal(copy, full);
+    assert_true(cf_value_equal(copy, full));
+    cf_value_destroy(copy);
+    full->refs = 0;
+    cf_value_destroy(full);
+}
+
 static void test_buf_arena(void **state) {
     (void)state;
     cf_buf b = CF_BUF_INIT;
@@ -228,6 +309,7 @@ int main(void) {
         cmocka_unit_test(test_validate_ok_and_paths), cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_logical_names),         cmocka_unit_test(test_decimal_text),
         cmocka_unit_test(test_record_and_msg),        cmocka_unit_test(test_buf_arena),
+        cmocka_unit_test(test_record_topic),          cmocka_unit_test(test_value_ref),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
