@@ -6,6 +6,7 @@
  * real worker (direct mode, --output record file).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,9 +30,11 @@ typedef struct mem_cursor {
 } mem_cursor;
 
 static const char *mem_etag = "v1"; /* version tag of object "a" */
+static _Atomic int list_calls;         /* listings by the poller thread */
 
 static cf_code mem_list(void *self, const char *after, size_t max, cf_native_info **items, size_t *n, cf_err *err) {
     (void)self, (void)err;
+    list_calls++;
     static const char *keys[] = {"a", "b"};
     *items = calloc(2, sizeof(cf_native_info));
     *n = 0;
@@ -128,6 +131,16 @@ static cf_code mem_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
     return CF_OK;
 }
 
+/* poll as the worker calls it, counting what it returns */
+static _Atomic int polls, polls_empty, poll_most;
+static cf_code mem_poll(void *task, cf_record **out, size_t max, size_t *n, cf_err *err) {
+    cf_code rc = cf_source_task_poll(task, out, max, n, err);
+    polls++;
+    if (*n == 0) polls_empty++;
+    if ((int)*n > poll_most) poll_most = (int)*n;
+    return rc;
+}
+
 static const cf_cfg_def mem_defs[] = {CF_SOURCE_FRAMEWORK_DEFS{NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL}};
 static const cf_cfg_table mem_table = {"mem source", "mem", "test", mem_defs, NULL};
 static const cf_connector_plugin mem_plugin = {
@@ -136,7 +149,7 @@ static const cf_connector_plugin mem_plugin = {
     .description = "test source",
     .version = "0",
     .config = &mem_table,
-    .u.source = {mem_start, cf_source_task_poll, NULL, cf_source_task_stop},
+    .u.source = {mem_start, mem_poll, NULL, cf_source_task_stop},
 };
 static const cf_connector_plugin *const test_plugins[] = {&mem_plugin, NULL};
 
@@ -159,8 +172,9 @@ static int count_lines(const char *path) {
     return n;
 }
 
-/* Run the connector until `want` records are written (or max_ms), then stop. */
-static void run_once(const char *dir, const char *out, int want, int max_ms) {
+/* Run the connector until `want` records are written (or max_ms), let it
+ * idle idle_ms, then stop. extra: NULL or "key", "value", ..., NULL. */
+static void run_with(const char *dir, const char *out, int want, int max_ms, int idle_ms, const char *const *extra) {
     char offs[512];
     snprintf(offs, sizeof offs, "%s/offsets.json", dir);
     cf_props *wp = cf_props_new();
@@ -178,6 +192,7 @@ static void run_once(const char *dir, const char *out, int want, int max_ms) {
     cf_props_set(c, "value.converter", "json");
     cf_props_set(c, "value.converter.schemas.enable", "false");
     cf_props_set(c, "poll.backoff.initial.ms", "10");
+    for (; extra && extra[0]; extra += 2) cf_props_set(c, extra[0], extra[1]);
     cf_code rc = cf_worker_add_connector(w, "memsrc", c, &err);
     if (rc) fprintf(stderr, "%s: %s\n", err.message, err.detail);
     assert_int_equal(rc, CF_OK);
@@ -185,12 +200,16 @@ static void run_once(const char *dir, const char *out, int want, int max_ms) {
     pthread_t th;
     pthread_create(&th, NULL, runner, &a);
     for (int i = 0; i < max_ms / 10 && count_lines(out) < want; i++) usleep(10000);
-    usleep(300000); /* anything more that would come */
+    usleep((useconds_t)idle_ms * 1000); /* anything more that would come */
     cf_worker_stop(w);
     pthread_join(th, NULL);
     cf_worker_destroy(w);
     cf_props_destroy(c);
     cf_props_destroy(wp);
+}
+
+static void run_once(const char *dir, const char *out, int want, int max_ms) {
+    run_with(dir, out, want, max_ms, 300, NULL);
 }
 
 static void test_pipeline_offsets_restart(void **state) {
@@ -248,6 +267,33 @@ static void test_pipeline_offsets_restart(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
+/* max.poll.records bounds every poll; an idle task does not spin: the
+ * poller's listings back off (10 ms doubling to 100 ms, jitter 0.2), so
+ * 1.5 s with nothing new is a few dozen listings, not thousands. */
+static void test_poll_limit_and_idle_backoff(void **state) {
+    (void)state;
+    char dir[] = "/tmp/cf_fw_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char out[600];
+    snprintf(out, sizeof out, "%s/out.jsonl", dir);
+    polls = polls_empty = poll_most = 0;
+    list_calls = 0;
+    static const char *const extra[] = {"max.poll.records", "2", "poll.backoff.max.ms", "100", NULL};
+    run_with(dir, out, 5, 5000, 1500, extra);
+    assert_int_equal(count_lines(out), 5);
+    fprintf(stderr, "polls %d (%d empty), most records in one poll %d, listings %d\n", (int)polls, (int)polls_empty,
+            (int)poll_most, (int)list_calls);
+    assert_true(poll_most >= 1 && poll_most <= 2);
+    /* about 1.5 s / 100 ms = 15 listings once the backoff is at its maximum */
+    assert_true(list_calls >= 3);
+    assert_true(list_calls <= 60);
+    /* the worker waits between empty polls too */
+    assert_true(polls_empty <= 1000);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* file.name.template: whole-name matching, placeholders, user groups. */
 static void test_template(void **state) {
     (void)state;
@@ -267,6 +313,15 @@ static void test_template(void **state) {
     assert_string_equal(m.topic, "events");
     assert_int_equal(m.partition, 7);
     cf_name_template_destroy(t);
+    /* {{timestamp}}: digits only, and the whole name */
+    assert_int_equal(cf_name_template_new("{{topic}}/{{timestamp}}\\.jsonl", &t, NULL), CF_OK);
+    assert_true(cf_name_template_match(t, "clicks/1700000000123.jsonl", &m));
+    assert_string_equal(m.topic, "clicks");
+    assert_false(m.has_partition);
+    assert_false(cf_name_template_match(t, "clicks/17000x.jsonl", &m));
+    assert_false(cf_name_template_match(t, "clicks/.jsonl", &m));
+    assert_false(cf_name_template_match(t, "in/clicks/1700000000123.jsonl", &m));
+    cf_name_template_destroy(t);
     cf_err err;
     assert_int_equal(cf_name_template_new("{{bogus}}", &t, &err), CF_ERR_CONFIG);
     assert_int_equal(cf_name_template_new("(", &t, &err), CF_ERR_CONFIG);
@@ -276,6 +331,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_template),
         cmocka_unit_test(test_pipeline_offsets_restart),
+        cmocka_unit_test(test_poll_limit_and_idle_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
