@@ -44,6 +44,11 @@ typedef struct cf_converter_plugin {
     cf_code (*to_connect)(void *state, const char *topic, const char *data, size_t len, cf_schema **schema,
                           cf_value **value, cf_err *err);
     void (*destroy)(void *state);
+    /* Optional: true when the output is exactly bytes that value already
+     * holds (or null): *data then points at them (NULL = null), no copy.
+     * False (also for anything invalid) lets from_connect do the work. */
+    bool (*from_connect_view)(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
+                              const char **data, size_t *len);
 } cf_converter_plugin;
 
 typedef struct cf_converter cf_converter;
@@ -55,6 +60,12 @@ void cf_converter_destroy(cf_converter *c);
 const cf_converter_plugin *cf_converter_get_plugin(const cf_converter *c);
 cf_code cf_converter_from_connect(cf_converter *c, const char *topic, const cf_schema *schema, const cf_value *value,
                                   char **data, size_t *len, cf_err *err);
+/* As cf_converter_from_connect, but *data is borrowed: valid until the next
+ * conversion by c or its destruction, and while value stays unchanged. For a
+ * caller that copies the bytes anyway (a producer): the bytes and string
+ * converters then point at the value's own bytes, without an allocation. */
+cf_code cf_converter_from_connect_view(cf_converter *c, const char *topic, const cf_schema *schema,
+                                       const cf_value *value, const char **data, size_t *len, cf_err *err);
 cf_code cf_converter_to_connect(cf_converter *c, const char *topic, const char *data, size_t len,
                                 cf_schema **schema, cf_value **value, cf_err *err);
 

@@ -19,6 +19,7 @@ struct cf_converter {
     const cf_converter_plugin *plugin;
     void *state;
     cf_config *cfg;
+    char *held; /* the last output of cf_converter_from_connect_view, when it had to be made */
 };
 
 const cf_converter_plugin *cf_converter_find(const char *name) {
@@ -80,6 +81,7 @@ void cf_converter_destroy(cf_converter *c) {
     if (!c) return;
     c->plugin->destroy(c->state);
     cf_config_destroy(c->cfg);
+    free(c->held);
     free(c);
 }
 
@@ -90,6 +92,19 @@ cf_code cf_converter_from_connect(cf_converter *c, const char *topic, const cf_s
     *data = NULL;
     *len = 0;
     return c->plugin->from_connect(c->state, topic, schema, value, data, len, err);
+}
+
+cf_code cf_converter_from_connect_view(cf_converter *c, const char *topic, const cf_schema *schema,
+                                       const cf_value *value, const char **data, size_t *len, cf_err *err) {
+    *data = NULL;
+    *len = 0;
+    free(c->held);
+    c->held = NULL;
+    if (c->plugin->from_connect_view && c->plugin->from_connect_view(c->state, topic, schema, value, data, len))
+        return CF_OK;
+    cf_code rc = c->plugin->from_connect(c->state, topic, schema, value, &c->held, len, err);
+    *data = c->held;
+    return rc;
 }
 
 cf_code cf_converter_to_connect(cf_converter *c, const char *topic, const char *data, size_t len, cf_schema **schema,

@@ -233,6 +233,18 @@ static cf_code string_to_connect(void *state, const char *topic, const char *dat
     return CF_OK;
 }
 
+/* A string value in UTF-8 is its own output (java_text of a string is the
+ * string). */
+static bool string_from_connect_view(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
+                                     const char **data, size_t *len) {
+    (void)topic, (void)schema;
+    const str_conv *sc = state;
+    if (value && (value->type != CF_STRING || sc->enc != ENC_UTF8)) return false;
+    *data = value ? value->u.s.ptr : NULL;
+    *len = value ? value->u.s.len : 0;
+    return true;
+}
+
 static const char *const string_aliases[] = {"org.apache.kafka.connect.storage.StringConverter", "StringConverter",
                                              NULL};
 
@@ -244,6 +256,7 @@ const cf_converter_plugin cf_string_converter_plugin = {
     .from_connect = string_from_connect,
     .to_connect = string_to_connect,
     .destroy = string_destroy,
+    .from_connect_view = string_from_connect_view,
 };
 
 /* ------------------------------------------------------- ByteArrayConverter */
@@ -293,6 +306,16 @@ static cf_code bytes_from_connect(void *state, const char *topic, const cf_schem
     return CF_OK;
 }
 
+/* Valid bytes are their own output; anything else is from_connect's error. */
+static bool bytes_from_connect_view(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
+                                    const char **data, size_t *len) {
+    (void)state, (void)topic;
+    if ((schema && schema->type != CF_BYTES) || (value && value->type != CF_BYTES)) return false;
+    *data = value ? value->u.s.ptr : NULL;
+    *len = value ? value->u.s.len : 0;
+    return true;
+}
+
 static cf_code bytes_to_connect(void *state, const char *topic, const char *data, size_t len, cf_schema **schema,
                                 cf_value **value, cf_err *err) {
     (void)state, (void)topic, (void)err;
@@ -312,4 +335,5 @@ const cf_converter_plugin cf_bytes_converter_plugin = {
     .from_connect = bytes_from_connect,
     .to_connect = bytes_to_connect,
     .destroy = bytes_destroy,
+    .from_connect_view = bytes_from_connect_view,
 };

@@ -32,15 +32,22 @@ static cf_converter *mk(const char *name, const char *enc) {
     return c;
 }
 
+/* Both ways of converting (a copy, and the borrowed view) give want. */
 static void expect_bytes(cf_converter *c, const cf_schema *s, const cf_value *v, const char *want, size_t want_len) {
     char *d = NULL;
     size_t n = 0;
     assert_int_equal(cf_converter_from_connect(c, TOPIC, s, v, &d, &n, NULL), CF_OK);
+    const char *view = NULL;
+    size_t vn = 0;
+    assert_int_equal(cf_converter_from_connect_view(c, TOPIC, s, v, &view, &vn, NULL), CF_OK);
     if (!want) {
         assert_null(d);
+        assert_null(view);
     } else {
         assert_int_equal(n, want_len);
         assert_memory_equal(d, want, n);
+        assert_int_equal(vn, want_len);
+        assert_memory_equal(view, want, vn);
     }
     free(d);
 }
@@ -199,6 +206,11 @@ static void testFromConnectBadSchema(void **st) {
     cf_err err;
     assert_int_equal(cf_converter_from_connect(c, TOPIC, s, v, &d, &n, &err), CF_ERR_SCHEMA);
     assert_string_equal(err.message, "Invalid schema type for ByteArrayConverter: int32");
+    const char *view = "x";
+    cf_err_clear(&err);
+    assert_int_equal(cf_converter_from_connect_view(c, TOPIC, s, v, &view, &n, &err), CF_ERR_SCHEMA);
+    assert_string_equal(err.message, "Invalid schema type for ByteArrayConverter: int32");
+    assert_null(view);
     cf_value_destroy(v);
     cf_schema_unref(s);
     cf_converter_destroy(c);
@@ -213,6 +225,9 @@ static void testFromConnectInvalidValue(void **st) {
     size_t n;
     assert_int_equal(cf_converter_from_connect(c, TOPIC, s, v, &d, &n, NULL), CF_ERR_SCHEMA);
     assert_null(d);
+    const char *view = "x";
+    assert_int_equal(cf_converter_from_connect_view(c, TOPIC, s, v, &view, &n, NULL), CF_ERR_SCHEMA);
+    assert_null(view);
     cf_value_destroy(v);
     cf_schema_unref(s);
     cf_converter_destroy(c);
