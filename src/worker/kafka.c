@@ -129,7 +129,9 @@ static void on_error(rd_kafka_t *rk, int code, const char *reason, void *opaque)
 }
 
 static void recovered(errlog *l) {
-    if (atomic_exchange(&l->in_trouble, false)) {
+    /* called for every delivered message: a plain load first, the exchange
+     * (a locked instruction) only after trouble */
+    if (atomic_load_explicit(&l->in_trouble, memory_order_relaxed) && atomic_exchange(&l->in_trouble, false)) {
         cf_log(CF_LOG_INFO, COMP, "%s: Kafka reachable again", l->name);
         l->backoff_ms = 0;
         l->next_us = 0;

@@ -942,9 +942,10 @@ static cf_code src_flush_offsets(srcstate *s, cf_err *err) {
     return CF_OK;
 }
 
-/* Free what a message on the stack holds; its topic is borrowed. */
+/* Free what a message on the stack holds: its headers; topic, key and
+ * value are borrowed. */
 static void msg_release(cf_msg *m) {
-    m->topic = NULL;
+    m->topic = m->key = m->value = NULL;
     cf_msg_clear(m);
 }
 
@@ -970,28 +971,28 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
         cf_record_destroy(r);
         return rc;
     }
-    /* the message borrows the record's topic and takes the converters'
-     * bytes; the transport copies what it keeps */
+    /* the message borrows the record's topic and the converters' bytes
+     * (often the record's own: no copy); the transport copies what it keeps */
     cf_msg msg = {.topic = r->topic, .offset = -1}, *m = &msg;
     m->partition = r->partition;
     m->timestamp = r->timestamp;
     m->ts_type = r->ts_type;
-    char *data = NULL;
+    const char *data = NULL;
     size_t len = 0;
-    if (cf_converter_from_connect(t->kconv, r->topic, r->key_schema, r->key, &data, &len, &pe)) {
+    if (cf_converter_from_connect_view(t->kconv, r->topic, r->key_schema, r->key, &data, &len, &pe)) {
         cf_code rc = report_error(t, CF_STAGE_KEY_CONVERTER, conv_class(t->kconv), NULL, r, &pe, err);
         msg_release(m), cf_record_destroy(r);
         return rc;
     }
-    m->key = data;
+    m->key = (char *)data; /* not freed: msg_release */
     m->key_len = data ? len : 0;
     data = NULL;
-    if (cf_converter_from_connect(t->vconv, r->topic, r->value_schema, r->value, &data, &len, &pe)) {
+    if (cf_converter_from_connect_view(t->vconv, r->topic, r->value_schema, r->value, &data, &len, &pe)) {
         cf_code rc = report_error(t, CF_STAGE_VALUE_CONVERTER, conv_class(t->vconv), NULL, r, &pe, err);
         msg_release(m), cf_record_destroy(r);
         return rc;
     }
-    m->value = data;
+    m->value = (char *)data;
     m->value_len = data ? len : 0;
     headers_to_msg(r, m);
     size_t bytes = m->key_len + m->value_len;
