@@ -14,7 +14,10 @@
  * The source plugin ("bench-source", defined here and handed to the worker
  * through cf_worker_opts.plugins) emits records as fast as the worker polls:
  * null key, 100-byte bytes value, source partition {"bench":"<connector>"},
- * offset {"seq": i}; after N records poll returns CF_ERR_EOF (a bounded
+ * offset {"seq": i}, as a real source builds them: the partition, which
+ * every record repeats, and the offset's key string are shared values
+ * (cf_value_ref), the offset map and its number are new per record; after
+ * N records poll returns CF_ERR_EOF (a bounded
  * input), so cf_worker_run returns once every record was acknowledged by
  * Kafka, its offset stored and the offsets written to the offsets topic
  * (acknowledged too) and the task stopped. The worker rate counts from the
@@ -67,8 +70,8 @@ static double t_first_poll;
 typedef struct bench_task {
     long next, count;
     char topic[128];
-    char *conn;
     cf_schema *vschema;
+    cf_value *part, *seq_key; /* shared by every record */
 } bench_task;
 
 static cf_code bench_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
@@ -76,8 +79,10 @@ static cf_code bench_start(const cf_config *cfg, cf_source_ctx *ctx, void **task
     bench_task *t = cf_xcalloc(1, sizeof *t);
     t->count = (long)cf_config_long(cfg, "bench.records");
     snprintf(t->topic, sizeof t->topic, "%s", cf_config_string(cfg, "bench.topic"));
-    t->conn = cf_xstrdup(cf_source_ctx_connector_name(ctx));
     t->vschema = cf_schema_primitive(CF_BYTES, false);
+    t->part = cf_value_map();
+    cf_value_map_put(t->part, cf_value_string("bench"), cf_value_string(cf_source_ctx_connector_name(ctx)));
+    t->seq_key = cf_value_string("seq");
     *task = t;
     return CF_OK;
 }
@@ -91,10 +96,9 @@ static cf_code bench_poll(void *task, cf_record **out, size_t max, size_t *n, cf
         cf_record *r = cf_record_new();
         cf_record_set_topic(r, t->topic);
         cf_record_set_value(r, cf_schema_ref(t->vschema), cf_value_bytes(payload, VALUE_LEN));
-        cf_value *part = cf_value_map(), *off = cf_value_map();
-        cf_value_map_put(part, cf_value_string("bench"), cf_value_string(t->conn));
-        cf_value_map_put(off, cf_value_string("seq"), cf_value_int64(t->next));
-        cf_record_set_source(r, part, off);
+        cf_value *off = cf_value_map();
+        cf_value_map_put(off, cf_value_ref(t->seq_key), cf_value_int64(t->next));
+        cf_record_set_source(r, cf_value_ref(t->part), off);
         out[(*n)++] = r;
         t->next++;
     }
@@ -104,7 +108,8 @@ static cf_code bench_poll(void *task, cf_record **out, size_t max, size_t *n, cf
 static void bench_stop(void *task) {
     bench_task *t = task;
     cf_schema_unref(t->vschema);
-    free(t->conn);
+    cf_value_destroy(t->part);
+    cf_value_destroy(t->seq_key);
     free(t);
 }
 
