@@ -3,8 +3,8 @@
  * crc32_fast.h) against zlib's crc32(), the function Cassandra's
  * java.util.zip.CRC32 matches: both ways (table, carry-less multiply where
  * the CPU has it), every length 0..3000, every alignment mod 16, chained
- * calls with a non-zero start, and the fold constants recomputed as
- * x^k mod P.
+ * calls with a non-zero start, and the fold and reduction constants
+ * recomputed (x^k mod P, floor(x^64 / P)).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -88,6 +88,26 @@ static void test_fold_constants(void **state) {
     assert_true(xpow_reflected(4 * 128 - 32) == CF_CASS_CRC32_K2);
     assert_true(xpow_reflected(128 + 32) == CF_CASS_CRC32_K3);
     assert_true(xpow_reflected(128 - 32) == CF_CASS_CRC32_K4);
+    /* the final reduction: 32-bit residues in the high half of a lane */
+    assert_true(xpow_reflected(95) << 31 == CF_CASS_CRC32_KF1);
+    assert_true(xpow_reflected(63) << 31 == CF_CASS_CRC32_KF2);
+    /* P and mu = floor(x^64 / P), bit-reflected over 33 bits */
+    uint64_t rem = 0, mu = 0; /* long division of x^64 by P, bit by bit */
+    for (int i = 64; i >= 0; i--) {
+        rem = rem << 1 | (i == 64);
+        mu <<= 1;
+        if (rem >> 32 & 1) {
+            rem ^= 0x104C11DB7ull;
+            mu |= 1;
+        }
+    }
+    uint64_t mu_r = 0, p_r = 0;
+    for (int b = 0; b < 33; b++) {
+        if (mu >> b & 1) mu_r |= 1ull << (32 - b);
+        if (0x104C11DB7ull >> b & 1) p_r |= 1ull << (32 - b);
+    }
+    assert_true(mu_r == CF_CASS_CRC32_MU);
+    assert_true(p_r == CF_CASS_CRC32_P);
 }
 
 int main(void) {
