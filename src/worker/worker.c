@@ -942,9 +942,10 @@ static cf_code src_flush_offsets(srcstate *s, cf_err *err) {
     return CF_OK;
 }
 
-/* Free what a message on the stack holds: its headers; topic, key and
- * value are borrowed. */
+/* Free what a message on the stack holds: its headers (topic, key and
+ * value are borrowed). Per record: no more than that. */
 static void msg_release(cf_msg *m) {
+    if (!m->headers) return;
     m->topic = m->key = m->value = NULL;
     cf_msg_clear(m);
 }
