@@ -157,6 +157,12 @@ struct cf_cass_decoder {
      * decoding); larger ones continue in the arena. Both reset per mutation. */
     uint8_t *bump;
     size_t bump_used;
+    bool arena_used; /* something was taken from the arena since its reset */
+    /* the fixed value lengths (-1: variable) of cl_table's clustering
+     * columns, looked up once per table rather than per value */
+    const cf_cass_table *cl_table;
+    int32_t *cl_fixed;
+    size_t cl_cap;
     int mv;
     /* per update */
     int64_t min_ts;
@@ -188,6 +194,7 @@ static inline void *dalloc(cf_cass_decoder *d, size_t n) {
         d->bump_used += n;
         return p;
     }
+    d->arena_used = true;
     return cf_arena_alloc(d->arena, n);
 }
 
@@ -198,6 +205,7 @@ static void cache_clear(cf_cass_decoder *d) {
     }
     memset(d->cc, 0, sizeof d->cc);
     d->last_cc = NULL;
+    d->cl_table = NULL;
 }
 
 void cf_cass_decoder_destroy(cf_cass_decoder *d) {
@@ -205,6 +213,7 @@ void cf_cass_decoder_destroy(cf_cass_decoder *d) {
     cache_clear(d);
     cf_arena_destroy(d->arena);
     free(d->bump);
+    free(d->cl_fixed);
     free(d);
 }
 
@@ -438,6 +447,15 @@ static cf_cass_bytes *read_clustering(cf_cass_decoder *d, cur *c, size_t size) {
         fail(c, "clustering prefix longer than the table's clustering key");
         return NULL;
     }
+    if (d->cl_table != t) {
+        if (t->n_clustering > d->cl_cap) {
+            free(d->cl_fixed);
+            d->cl_cap = t->n_clustering;
+            d->cl_fixed = cf_xmalloc(d->cl_cap * sizeof *d->cl_fixed);
+        }
+        for (size_t i = 0; i < t->n_clustering; i++) d->cl_fixed[i] = cf_cql_type_fixed_length(t->clustering[i].type);
+        d->cl_table = t;
+    }
     cf_cass_bytes *v = dalloc(d, (size ? size : 1) * sizeof *v);
     uint64_t header = 0;
     for (size_t i = 0; i < size; i++) {
@@ -451,7 +469,7 @@ static cf_cass_bytes *read_clustering(cf_cass_decoder *d, cur *c, size_t size) {
             v[i].p = c->p; /* empty */
             v[i].len = 0;
         } else {
-            v[i] = rd_value(c, cf_cql_type_fixed_length(t->clustering[i].type), "clustering value");
+            v[i] = rd_value(c, d->cl_fixed[i], "clustering value");
             if (c->bad) return NULL;
         }
     }
@@ -756,7 +774,10 @@ static size_t recover(cf_cass_decoder *d, const uint8_t *p, size_t len, size_t f
 
 cf_code cf_cass_decode_mutation(cf_cass_decoder *d, const uint8_t *p, size_t len, int messaging_version,
                                 cf_cass_mutation **out, uint8_t unknown_id[16], cf_err *err) {
-    cf_arena_reset(d->arena);
+    if (d->arena_used) { /* most mutations fit the bump block */
+        cf_arena_reset(d->arena);
+        d->arena_used = false;
+    }
     d->bump_used = 0;
     d->mv = messaging_version;
     d->table = NULL;
