@@ -36,6 +36,9 @@ typedef enum cf_log_format { CF_LOG_TEXT = 0, CF_LOG_JSON = 1 } cf_log_format;
 void cf_log_setup(cf_log_level level, cf_log_format format, FILE *stream);
 void cf_log_set_level(cf_log_level level);
 cf_log_level cf_log_get_level(void);
+/* The format given to cf_log_setup: with JSON, the CLI writes a failed
+ * command's final error as a log line instead of PostgreSQL-style text. */
+cf_log_format cf_log_get_format(void);
 bool cf_log_enabled(cf_log_level level);
 
 /* Parse "trace|debug|info|warn|error|off" (case-insensitive). */

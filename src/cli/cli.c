@@ -57,6 +57,12 @@ void cf_cli_print_help(const cf_command *cmd) {
 }
 
 void cf_cli_print_err(const cf_err *err) {
+    /* With --log-format json, stderr is read by a program: the error is one
+     * JSON log line like every other, not the PostgreSQL-style text. */
+    if (cf_log_get_format() == CF_LOG_JSON) {
+        cf_log_err(CF_LOG_ERROR, "cli", err);
+        return;
+    }
     char buf[2048];
     cf_err_format(err, buf, sizeof buf);
     fprintf(stderr, "cdcflow: %s\n", buf);

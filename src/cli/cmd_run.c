@@ -126,8 +126,14 @@ static int run(int argc, char **argv) {
             cf_cli_print_err(&err);
             code = CF_EXIT_RUNTIME;
         } else if (cf_worker_error_count(w) > 0) {
-            fprintf(stderr, "cdcflow run: finished; %llu records were reported as errors (errors.tolerance=all)\n",
-                    (unsigned long long)cf_worker_error_count(w));
+            const char *fmt = "finished; %llu records were reported as errors (errors.tolerance=all)";
+            if (cf_log_get_format() == CF_LOG_JSON) { /* a program reads stderr: one more log line */
+                cf_log(CF_LOG_WARN, "cli", fmt, (unsigned long long)cf_worker_error_count(w));
+            } else {
+                fputs("cdcflow run: ", stderr);
+                fprintf(stderr, fmt, (unsigned long long)cf_worker_error_count(w));
+                fputc('\n', stderr);
+            }
             code = CF_EXIT_DATA_ERRORS;
         }
     } else {

@@ -28,6 +28,7 @@ void cf_log_setup(cf_log_level level, cf_log_format format, FILE *stream) {
 
 void cf_log_set_level(cf_log_level level) { atomic_store(&log_level, (int)level); }
 cf_log_level cf_log_get_level(void) { return (cf_log_level)atomic_load(&log_level); }
+cf_log_format cf_log_get_format(void) { return log_format; }
 bool cf_log_enabled(cf_log_level level) { return (int)level >= atomic_load(&log_level) && level < CF_LOG_OFF; }
 
 const char *cf_log_level_name(cf_log_level level) {

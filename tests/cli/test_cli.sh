@@ -166,13 +166,14 @@ logrun() {
     2>"$T/stderr" >/dev/null
   rc=$?; log=$(cat "$T/stderr"); out=$log
 }
-# check_json_log WHAT: every log line is one JSON object {ts, level, component, msg} in that
-# order; the bad row's WARN names object, line and byte; the task failure is an ERROR
+# check_json_log WHAT: every stderr line is one JSON object {ts, level, component, msg} in
+# that order (the command's final error included); the bad row's WARN names object, line
+# and byte; the task failure is an ERROR
 check_json_log() {
   python3 - "$T/stderr" <<'PY' || fail "$1: JSON log lines:"$'\n'"$log"
 import json, re, sys
-lines = [l for l in open(sys.argv[1]).read().splitlines() if l.startswith("{")]
-assert lines, "no JSON log lines"
+lines = [l for l in open(sys.argv[1]).read().splitlines() if l.strip()]
+assert lines, "no log lines"
 levels = set()
 for l in lines:
     o = json.loads(l)
@@ -184,11 +185,16 @@ for l in lines:
 warn = [json.loads(l)["msg"] for l in lines if json.loads(l)["level"] == "WARN"]
 assert any('bad.csv: line 3, byte 19' in m and '"' in m for m in warn), warn
 assert {"INFO", "WARN", "ERROR"} <= levels, levels
+# the command's final error is a log line too (component "cli")
+assert any(json.loads(l)["component"] == "cli" and json.loads(l)["level"] == "ERROR" for l in lines), lines[-3:]
 PY
 }
 logrun --log-format json;         expect_rc 1 "--log-format json run (task fails)"; check_json_log "--log-format json"
 logrun --log-format=json;         expect_rc 1 "--log-format=json run"; check_json_log "--log-format=json"
 CDCFLOW_LOG_FORMAT=json logrun;   expect_rc 1 "CDCFLOW_LOG_FORMAT=json run"; check_json_log "CDCFLOW_LOG_FORMAT=json"
+run "$CLI" --log-format json run "$T/no-such-connector.json"; expect_rc 2 "--log-format json, missing file"
+python3 -c 'import json, sys; o = json.loads(sys.argv[1]); assert o["level"] == "ERROR" and "cannot open" in o["msg"], o' "$out" \
+  || fail "--log-format json: a usage error is not one JSON line: $out"
 logrun --log-format json --log-level error; expect_rc 1 "--log-level error run"
 grep -q '"level":"INFO"\|"level":"WARN"' <<<"$log" && fail "--log-level error still logs INFO/WARN: $log"
 grep -q '"level":"ERROR"' <<<"$log" || fail "--log-level error: no ERROR line: $log"
