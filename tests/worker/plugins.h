@@ -5,7 +5,9 @@
  *                {"src":"test"} and offset {"pos": i}, resumes after the
  *                stored offset, ends (CF_ERR_EOF) after test.count records
  *                unless test.endless; test.bad.at reports a bad input unit;
- *                test.partitions spreads records over source partitions.
+ *                test.partitions spreads records over source partitions;
+ *                test.shared: partitions and the offset key are shared
+ *                values (cf_value_ref), as a fast source builds them.
  *   test-sink    records what it was given in `seen` (pending until flush,
  *                durable after); test.bad.value is reported through
  *                cf_sink_ctx_report, test.flush.fail fails flushes,
@@ -35,6 +37,8 @@ static const cf_cfg_def src_defs[] = {
      "sleep per poll (a slow source)"},
     {"test.partitions", CF_CFG_INT, "1", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
      "source partitions, round robin: record i has {\"src\":\"test\",\"p\":i % N} (N > 1; no resume)"},
+    {"test.shared", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
+     "every record's source partition and offset key are shared values"},
     {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
 };
 static const cf_cfg_table src_table = {"test source", "Test source", "", src_defs, NULL};
@@ -47,6 +51,8 @@ typedef struct srctask {
     int64_t bad_at;
     int delay_ms;
     int partitions;
+    cf_value **shared_parts; /* test.shared: one per source partition */
+    cf_value *pos_key;       /* test.shared: "pos" */
 } srctask;
 
 static cf_value *src_partition(void) {
@@ -65,6 +71,14 @@ static cf_code src_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
     t->bad_at = cf_config_int(cfg, "test.bad.at");
     t->delay_ms = cf_config_int(cfg, "test.poll.delay.ms");
     t->partitions = cf_config_int(cfg, "test.partitions");
+    if (cf_config_bool(cfg, "test.shared")) {
+        t->shared_parts = calloc((size_t)t->partitions, sizeof *t->shared_parts);
+        for (int i = 0; i < t->partitions; i++) {
+            t->shared_parts[i] = src_partition();
+            if (t->partitions > 1) cf_value_map_put(t->shared_parts[i], cf_value_string("p"), cf_value_int64(i));
+        }
+        t->pos_key = cf_value_string("pos");
+    }
     cf_value *p = src_partition();
     cf_value *off = cf_source_ctx_offset(ctx, p);
     cf_value_destroy(p);
@@ -98,10 +112,16 @@ static cf_code src_poll(void *task, cf_record **out, size_t max, size_t *n, cf_e
         snprintf(buf, sizeof buf, "v%lld", (long long)t->next);
         cf_record_set_value(r, cf_schema_primitive(CF_STRING, false), cf_value_string(buf));
         cf_value *off = cf_value_map();
-        cf_value_map_put(off, cf_value_string("pos"), cf_value_int64(t->next));
-        cf_value *part = src_partition();
-        if (t->partitions > 1) cf_value_map_put(part, cf_value_string("p"), cf_value_int64(t->next % t->partitions));
-        cf_record_set_source(r, part, off);
+        if (t->shared_parts) {
+            cf_value_map_put(off, cf_value_ref(t->pos_key), cf_value_int64(t->next));
+            cf_record_set_source(r, cf_value_ref(t->shared_parts[t->next % t->partitions]), off);
+        } else {
+            cf_value_map_put(off, cf_value_string("pos"), cf_value_int64(t->next));
+            cf_value *part = src_partition();
+            if (t->partitions > 1)
+                cf_value_map_put(part, cf_value_string("p"), cf_value_int64(t->next % t->partitions));
+            cf_record_set_source(r, part, off);
+        }
         out[(*n)++] = r;
         t->next++;
     }
@@ -110,7 +130,13 @@ static cf_code src_poll(void *task, cf_record **out, size_t max, size_t *n, cf_e
     return CF_OK;
 }
 
-static void src_stop(void *task) { free(task); }
+static void src_stop(void *task) {
+    srctask *t = task;
+    for (int i = 0; t->shared_parts && i < t->partitions; i++) cf_value_destroy(t->shared_parts[i]);
+    free(t->shared_parts);
+    cf_value_destroy(t->pos_key);
+    free(t);
+}
 
 static const char *const src_aliases[] = {"org.example.TestSource", NULL};
 static const cf_connector_plugin test_source = {

@@ -523,6 +523,82 @@ static void test_offsets_many_partitions(void **state) {
     cf_offset_store_destroy(s);
 }
 
+/* A source whose records share their source partition and offset key
+ * (cf_value_ref): the same offsets as with a copy per record, whether the
+ * worker moves them from the record (record file), copies them (through a
+ * transform) or the sink gets a clone of the record (direct); ASan sees
+ * every shared value freed exactly once. */
+static cf_code retopic_create(const cf_props *cfg, void **chain, cf_err *err) {
+    (void)err;
+    *chain = cf_props_get(cfg, "transforms") ? (void *)"u1" : NULL;
+    return CF_OK;
+}
+
+/* A chain that keeps nothing of the record it takes: a new record with a new
+ * topic, the rest copied. */
+static cf_code retopic_apply(void *chain, cf_record *rec, cf_record **out, cf_err *err) {
+    (void)err;
+    *out = cf_record_clone(rec);
+    cf_record_set_topic(*out, chain);
+    cf_record_destroy(rec);
+    return CF_OK;
+}
+
+static void retopic_destroy(void *chain) { (void)chain; }
+
+static void test_shared_source_values(void **state) {
+    (void)state;
+    static const cf_worker_transforms retopic = {retopic_create, retopic_apply, retopic_destroy};
+    for (int mode = 0; mode < 3; mode++) {
+        seen_reset();
+        unlink(tpath("offsets.json"));
+        cf_props *wp = mode == 2 ? worker_props()
+                                 : props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter",
+                                            "string", "key.converter", "string", NULL);
+        cf_worker_opts o = {.plugins = test_plugins, .output_file = mode == 2 ? NULL : tpath("recs.jsonl"),
+                            .transforms = &retopic};
+        cf_worker *w = NULL;
+        cf_err err;
+        assert_cf_ok(cf_worker_new(wp, &o, &w, &err), &err);
+        assert_cf_ok(cf_worker_start(w, &err), &err);
+        cf_props_destroy(wp);
+        if (mode == 2) add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+        if (mode == 1)
+            add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "1000",
+                                      "test.partitions", "12", "test.shared", "true", "transforms", "r",
+                                      "transforms.r.type", "retopic", NULL));
+        else
+            add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.count", "1000",
+                                      "test.partitions", mode == 2 ? "1" : "12", "test.shared", "true", NULL));
+        assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
+        cf_worker_destroy(w);
+        if (mode == 1) {
+            char *recs = slurp(tpath("recs.jsonl"));
+            assert_non_null(strstr(recs, "\"topic\":\"u1\""));
+            assert_null(strstr(recs, "\"topic\":\"t1\""));
+            free(recs);
+        }
+        if (mode == 2) {
+            assert_int_equal(seen.ndurable, 1000);
+            assert_string_equal(seen.durable[999], "v999");
+            assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 999);
+            continue;
+        }
+        cf_offset_store *s = NULL;
+        assert_int_equal(cf_offset_store_open_file(tpath("offsets.json"), &s, NULL), CF_OK);
+        for (int64_t p = 0; p < 12; p++) {
+            cf_value *part = src_partition();
+            cf_value_map_put(part, cf_value_string("p"), cf_value_int64(p));
+            cf_value *off = cf_offset_store_get(s, "src", part);
+            assert_non_null(off);
+            assert_int_equal(cf_value_map_get_str(off, "pos")->u.i, 999 - ((999 - p) % 12));
+            cf_value_destroy(off);
+            cf_value_destroy(part);
+        }
+        cf_offset_store_destroy(s);
+    }
+}
+
 /* stop (SIGINT) while a source runs forever: exit cleanly, offsets stored */
 static void test_stop_flushes_and_commits(void **state) {
     (void)state;
@@ -627,6 +703,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_config_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_fan_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets_many_partitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_source_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offset_store_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_topic_without_sink, setup, teardown),
     };
