@@ -748,47 +748,48 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
             s->in_section = false;
             continue;
         }
-        uint32_t size = be32(p);
-        if (size == 0) { /* end-of-segment marker / zero padding */
-            s->in_section = false;
-            s->done = true;
-            return CF_ERR_EOF;
-        }
-        if (left < 8) {
-            s->in_section = false;
-            corrupt(s, entry_where(s), err, "entry header cut short at logical position %lld", (long long)pos);
-            cf_err_detail(err, "%zu bytes left in the section%s", left,
-                          s->section_truncated ? "; the file ends inside this section (truncated)" : "");
-            return CF_ERR_CORRUPT;
-        }
-        uint32_t crc = cf_cass_crc32_table(0, p, 4); /* = crc_int(0, size): p holds size big-endian */
-        if (size < 10) {
-            s->in_section = false;
-            corrupt(s, entry_where(s), err, "invalid entry size %u at logical position %lld", size, (long long)pos);
-            cf_err_detail(err, "a mutation has at least 10 bytes");
-            cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
-            return CF_ERR_CORRUPT;
-        }
-        if (crc != be32(p + 4)) {
-            s->in_section = false;
-            corrupt(s, entry_where(s), err, "entry size checksum mismatch at logical position %lld", (long long)pos);
-            cf_err_detail(err, "size %u, stored CRC 0x%08x, computed 0x%08x", size, be32(p + 4), crc);
-            cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
-            return CF_ERR_CORRUPT;
-        }
-        if ((uint64_t)size + ENTRY_OVERHEAD > left) {
-            s->in_section = false;
-            corrupt(s, entry_where(s), err, "entry at logical position %lld is longer than its section", (long long)pos);
-            cf_err_detail(err, "size %u + 12 bytes of framing, %zu bytes left in the section%s", size, left,
-                          s->section_truncated ? "; the file ends inside this section (truncated)" : "");
-            cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
-            return CF_ERR_CORRUPT;
-        }
+        uint32_t size = be32(p), crc;
         if (s->ahead_i == s->ahead_n) crc_ahead(s);
-        if (s->ahead_i < s->ahead_n && s->ahead_pos[s->ahead_i] == s->sec_pos)
-            crc = s->ahead_crc[s->ahead_i++];
-        else
+        if (s->ahead_i < s->ahead_n && s->ahead_pos[s->ahead_i] == s->sec_pos) {
+            crc = s->ahead_crc[s->ahead_i++]; /* header checked, data CRC computed by crc_ahead */
+        } else { /* an entry crc_ahead stopped at: check it here and say what is wrong */
+            if (size == 0) { /* end-of-segment marker / zero padding */
+                s->in_section = false;
+                s->done = true;
+                return CF_ERR_EOF;
+            }
+            if (left < 8) {
+                s->in_section = false;
+                corrupt(s, entry_where(s), err, "entry header cut short at logical position %lld", (long long)pos);
+                cf_err_detail(err, "%zu bytes left in the section%s", left,
+                              s->section_truncated ? "; the file ends inside this section (truncated)" : "");
+                return CF_ERR_CORRUPT;
+            }
+            crc = cf_cass_crc32_table(0, p, 4); /* = crc_int(0, size): p holds size big-endian */
+            if (size < 10) {
+                s->in_section = false;
+                corrupt(s, entry_where(s), err, "invalid entry size %u at logical position %lld", size, (long long)pos);
+                cf_err_detail(err, "a mutation has at least 10 bytes");
+                cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
+                return CF_ERR_CORRUPT;
+            }
+            if (crc != be32(p + 4)) {
+                s->in_section = false;
+                corrupt(s, entry_where(s), err, "entry size checksum mismatch at logical position %lld", (long long)pos);
+                cf_err_detail(err, "size %u, stored CRC 0x%08x, computed 0x%08x", size, be32(p + 4), crc);
+                cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
+                return CF_ERR_CORRUPT;
+            }
+            if ((uint64_t)size + ENTRY_OVERHEAD > left) {
+                s->in_section = false;
+                corrupt(s, entry_where(s), err, "entry at logical position %lld is longer than its section", (long long)pos);
+                cf_err_detail(err, "size %u + 12 bytes of framing, %zu bytes left in the section%s", size, left,
+                              s->section_truncated ? "; the file ends inside this section (truncated)" : "");
+                cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
+                return CF_ERR_CORRUPT;
+            }
             crc = crc_update_s(s, crc, p + 8, size);
+        }
         uint32_t stored = be32(p + 8 + size);
         s->sec_pos += ENTRY_OVERHEAD + size;
         if (crc != stored) {
