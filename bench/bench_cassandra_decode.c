@@ -15,7 +15,10 @@
  *             that both see the same load; each line prints its own ratio
  *
  * Usage: bench_cassandra_decode [seconds per measurement, default 2] [only: framing|decode|decode+json]
- * (`only` runs that measurement alone, e.g. under perf record)
+ * (`only` runs that measurement alone, e.g. under perf record). With
+ * CF_BENCH_ROUNDS=N each measurement runs exactly N rounds instead of for a
+ * time: the same work every run, for comparing builds with `perf stat -e
+ * cycles:u,instructions:u` on a machine too busy for timings.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +103,8 @@ static size_t pass(input *in, int mode, size_t *updates, cf_buf *out) {
 
 int main(int argc, char **argv) {
     double secs = argc > 1 ? atof(argv[1]) : 2.0;
+    const char *fixed = getenv("CF_BENCH_ROUNDS");
+    size_t fixed_rounds = fixed ? strtoul(fixed, NULL, 10) : 0;
     const char *only = argc > 2 ? argv[2] : NULL;
     cf_log_setup(CF_LOG_OFF, CF_LOG_TEXT, NULL);
     input in[] = {
@@ -158,7 +163,7 @@ int main(int argc, char **argv) {
             t_crc += b - a;
             t_work += c - b;
             rounds++;
-        } while (t_work + t_crc < 2 * secs);
+        } while (fixed_rounds ? rounds < fixed_rounds : t_work + t_crc < 2 * secs);
         res[json] = (double)total_bytes * rounds / t_work / 1e6;
         crc_mbs[json] = (double)total_bytes * rounds / t_crc / 1e6;
         mps[json] = (double)muts / t_work;
