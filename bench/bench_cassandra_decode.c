@@ -17,8 +17,9 @@
  * Usage: bench_cassandra_decode [seconds per measurement, default 2] [only: framing|decode|decode+json]
  * (`only` runs that measurement alone, e.g. under perf record). With
  * CF_BENCH_ROUNDS=N each measurement runs exactly N rounds instead of for a
- * time: the same work every run, for comparing builds with `perf stat -e
- * cycles:u,instructions:u` on a machine too busy for timings.
+ * time: the same work every run, for comparing builds (with `perf stat -e
+ * cycles:u,instructions:u` where the CPU exposes its counters; this VM does
+ * not).
  */
 #include <stdio.h>
 #include <stdlib.h>
