@@ -109,7 +109,9 @@ typedef struct cf_native_ops {
      * most `max` of them. *items is malloc'd (cf_native_infos_free). */
     cf_code (*list)(void *self, const char *after, size_t max, cf_native_info **items, size_t *n, cf_err *err);
     cf_code (*open)(void *self, const cf_native_info *info, cf_compression c, cf_reader **out, cf_err *err);
-    /* Offset key of an object: a new MAP value of string -> string/int/long. */
+    /* Offset key of an object: a new MAP value of string -> string/int/long
+     * (INT32/INT64). The task checks it when it starts an object: any other
+     * key or value type is a bad record of that object, which is not read. */
     cf_value *(*partition_map)(void *self, const char *key);
     /* Block up to timeout_ms for a sign that new objects may exist (inotify
      * for files). Returns true if something changed: the next listing then

@@ -261,11 +261,45 @@ static cf_code evolve(cf_source_task *t, const cf_native_info *info, cf_record *
     return CF_OK;
 }
 
+/* The offset key is the source partition map: string keys and string, int
+ * or long values only (what Kafka Connect's OffsetUtils lets a source store),
+ * so every offset store holds it and equal keys stay equal after a round
+ * trip. A source that breaks this has a bug: its object is not read (the
+ * error goes through errors.tolerance) rather than its offsets being lost. */
+static cf_code check_offset_key(const cf_source_task *t, const char *key, cf_err *err) {
+    cf_value *pm = t->ops->partition_map(t->self, key);
+    char what[200] = "";
+    if (!pm || pm->type != CF_MAP) {
+        snprintf(what, sizeof what, "it is %s, not a map", pm ? cf_type_name(pm->type) : "null");
+    } else {
+        for (size_t i = 0; i < pm->u.map.len && !what[0]; i++) {
+            const cf_value *k = pm->u.map.keys[i], *v = pm->u.map.vals[i];
+            if (!k || k->type != CF_STRING)
+                snprintf(what, sizeof what, "a key is %s, not a string", k ? cf_type_name(k->type) : "null");
+            else if (!v || (v->type != CF_STRING && v->type != CF_INT32 && v->type != CF_INT64))
+                snprintf(what, sizeof what, "\"%s\" is %s", k->u.s.ptr, v ? cf_type_name(v->type) : "null");
+        }
+    }
+    cf_value_destroy(pm);
+    if (!what[0]) return CF_OK;
+    cf_err_set(err, CF_ERR_INVALID, "%s source: the offset key (source partition map) of \"%s\" is not valid",
+               t->ops->kind, key);
+    cf_err_detail(err, "%s", what);
+    cf_err_hint(err, "An offset key maps string keys to string, int or long values; fix the source's partition_map.");
+    cf_err_where(err, "%s", key);
+    return CF_ERR_INVALID;
+}
+
 /* Read one object from its stored entry to the end. False when stopping. */
 static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_name_match *m, cf_offset_entry *e) {
     cf_err err;
     obj_reader o;
     atomic_fetch_add(&t->st_started, 1);
+    if (check_offset_key(t, info->key, &err)) {
+        atomic_fetch_add(&t->st_bad, 1);
+        qitem it = {NULL, err, NULL, 0};
+        return enqueue(t, &it);
+    }
     if (obj_open(t, info, e, &o, &err)) {
         obj_close(&o);
         qitem it = {NULL, err, NULL, 0};

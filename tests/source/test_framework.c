@@ -54,10 +54,17 @@ static cf_code mem_open(void *self, const cf_native_info *info, cf_compression c
     return cf_err_set(err, CF_ERR_INTERNAL, "open must not be called when open_records exists");
 }
 
+static _Atomic int bad_pmap; /* 1: object "b" has a float in its offset key, "a" an int and a long */
+
 static cf_value *mem_pmap(void *self, const char *key) {
     (void)self;
     cf_value *m = cf_value_map();
     cf_value_map_put(m, cf_value_string("object"), cf_value_string(key));
+    if (bad_pmap && strcmp(key, "b") == 0) cf_value_map_put(m, cf_value_string("weight"), cf_value_float64(0.5));
+    if (bad_pmap && strcmp(key, "a") == 0) { /* ints and longs are allowed */
+        cf_value_map_put(m, cf_value_string("n"), cf_value_int32(1));
+        cf_value_map_put(m, cf_value_string("l"), cf_value_int64(1LL << 40));
+    }
     return m;
 }
 
@@ -294,6 +301,27 @@ static void test_poll_limit_and_idle_backoff(void **state) {
     assert_int_equal(system(cmd), 0);
 }
 
+/* An offset key must map strings to string, int or long values: an object
+ * whose key holds a float is not read (the error is a reported bad record,
+ * tolerated here), the others are. */
+static void test_offset_key_types(void **state) {
+    (void)state;
+    char dir[] = "/tmp/cf_fw_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char out[600];
+    snprintf(out, sizeof out, "%s/out.jsonl", dir);
+    opened_from[0] = opened_from[1] = -1;
+    bad_pmap = 1;
+    run_with(dir, out, 3, 5000, 500, NULL);
+    bad_pmap = 0;
+    assert_int_equal(count_lines(out), 3); /* a-0 a-2 a-4 */
+    assert_int_equal(opened_from[0], 0);
+    assert_int_equal(opened_from[1], -1); /* never opened */
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* file.name.template: whole-name matching, placeholders, user groups. */
 static void test_template(void **state) {
     (void)state;
@@ -332,6 +360,7 @@ int main(void) {
         cmocka_unit_test(test_template),
         cmocka_unit_test(test_pipeline_offsets_restart),
         cmocka_unit_test(test_poll_limit_and_idle_backoff),
+        cmocka_unit_test(test_offset_key_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
