@@ -19,6 +19,10 @@ expect_out() { grep -qF -- "$1" <<<"$out" || fail "$2: output lacks \"$1\"; outp
 run "$CLI" --help;            expect_rc 0 "--help"; expect_out "Usage: cdcflow" "--help"; expect_out "validate" "--help"
 run "$CLI" -h;                expect_rc 0 "-h"
 run "$CLI" version;           expect_rc 0 "version"; expect_out "cdcflow " "version"; expect_out "librdkafka" "version"
+# every linked library with a version API, each with a version number
+for lib in librdkafka avro-c jansson libcurl libmicrohttpd sqlite3 libpq lz4 zstd zlib OpenSSL; do
+  grep -qE "^  $lib +.*[0-9]+\.[0-9]+" <<<"$out" || fail "version: no version of $lib in:"$'\n'"$out"
+done
 run "$CLI" --version;         expect_rc 0 "--version"
 run "$CLI" no-such-command;   expect_rc 2 "unknown command"; expect_out 'unknown command "no-such-command"' "unknown command"
 run "$CLI";                   expect_rc 2 "no command"
