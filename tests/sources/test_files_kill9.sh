@@ -76,13 +76,16 @@ run_tree() {
 J
   local k
   for k in $(seq 1 "$KILLS"); do
+    # records never written yet: the kill point is aimed inside what is left
+    local left
+    left=$(python3 "$T/check.py" "$T/$name" "$name" "$((k - 1))" "$total" left)
     cli_start "$T/$name.out$k" "$T/$name.json"
-    if (( RANDOM % 2 )); then
-      local n=$(( RANDOM % 15000 + 1 ))
+    if (( left > 0 && RANDOM % 2 )); then
+      local n=$(( RANDOM % left + 1 ))
       wait_lines "$T/$name.out$k" "$n" 400 0.01
-      echo "$name run $k: kill -9 after $(wc -l < "$T/$name.out$k" 2>/dev/null || echo 0) records (aimed at $n)" >&2
+      echo "$name run $k: kill -9 after $(wc -l < "$T/$name.out$k" 2>/dev/null || echo 0) records (aimed at $n of $left left)" >&2
     else
-      local ms=$(( RANDOM % 1500 ))
+      local ms=$(( RANDOM % (left > 0 ? 800 : 300) ))
       sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
       echo "$name run $k: kill -9 after ${ms} ms, $(wc -l < "$T/$name.out$k" 2>/dev/null || echo 0) records" >&2
     fi
@@ -103,8 +106,9 @@ J
 }
 
 cat > "$T/check.py" <<'P'
-# check.py PREFIX CONNECTOR RUNS TOTAL count|check: PREFIX.out1..RUNS are the
-# runs' record files, PREFIX.off1..RUNS-1 the offsets committed when run k was killed
+# check.py PREFIX CONNECTOR RUNS TOTAL left|count|check: PREFIX.out1..RUNS are the
+# runs' record files, PREFIX.off1..RUNS-1 the offsets committed when run k was killed;
+# left prints how many records were never written, count exits 0 when none is missing
 import collections, json, os, sys
 prefix, connector, runs, total, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 
@@ -133,8 +137,9 @@ for r in range(1, runs + 1):
         try:
             rec = json.loads(line)
         except ValueError:
-            # kill -9 while the line was written: only the last line may be cut
-            assert n >= len(lines) - 2 and r < runs, f"run {r}: unreadable line {n + 1}: {line[:80]}"
+            # kill -9 while the line was written (or a run still writing it): only the
+            # last line may be cut, and not in the finished last run
+            assert n >= len(lines) - 2 and (r < runs or mode != "check"), f"run {r}: unreadable line {n + 1}: {line[:80]}"
             continue
         v = json.loads(rec["payload"])
         per_file[v["file"]].append(int(v["row"]))
@@ -154,6 +159,9 @@ for r in range(1, runs + 1):
         run_ids.update((f, x) for x in rows)
     seen |= run_ids
 missing = total - len(seen)
+if mode == "left":
+    print(missing)
+    sys.exit(0)
 if mode == "count":
     sys.exit(0 if missing == 0 else 1)
 assert missing == 0, f"{missing} of {total} records missing"
