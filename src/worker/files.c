@@ -97,7 +97,7 @@ cf_code cf_worker_file_out_new(const char *path, cf_msg_out *out, cf_err *err) {
     pthread_mutex_init(&f->mu, NULL);
     f->w = w;
     f->last_flush_us = cf_now_us();
-    *out = (cf_msg_out){f, fout_send, fout_serve, fout_flush, fout_destroy};
+    *out = (cf_msg_out){f, fout_send, fout_serve, fout_flush, fout_destroy, NULL}; /* one line per message */
     return CF_OK;
 }
 

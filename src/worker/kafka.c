@@ -188,6 +188,8 @@ typedef struct prod {
      * produces to a few topics; beyond TOPIC_CACHE the oldest handle goes. */
     rd_kafka_topic_t *rkt[TOPIC_CACHE];
     size_t nrkt, next_evict;
+    rd_kafka_message_t *rkm; /* prod_send_batch's array */
+    size_t cap_rkm;
 } prod;
 
 static rd_kafka_topic_t *prod_topic(prod *p, const char *name) {
@@ -258,6 +260,69 @@ static cf_code prod_send(void *st, cf_msg *m, cf_ack *ack, cf_err *err) {
     return CF_OK;
 }
 
+/* Report m[from..n) as failed for good. */
+static void refuse_rest(cf_ack *ack, size_t from, size_t n) {
+    for (size_t k = from; k < n; k++) cf_ack_done(ack, false);
+}
+
+/* One rd_kafka_produce_batch per run of messages to the same topic: the
+ * topic is locked and the clocks are read once per run instead of once per
+ * message (producev's cost beside the copy). */
+static cf_code prod_send_batch(void *st, const cf_msg *m, size_t n, cf_ack *ack, size_t *sent, cf_err *err) {
+    prod *p = st;
+    *sent = 0;
+    if (p->cap_rkm < n) {
+        p->cap_rkm = n;
+        p->rkm = cf_xrealloc(p->rkm, n * sizeof *p->rkm);
+    }
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        rd_kafka_topic_t *rkt = m[i].topic ? prod_topic(p, m[i].topic) : NULL;
+        if (!rkt) {
+            cf_err_set(err, CF_ERR_TRANSPORT, "cannot produce to topic \"%s\"", m[i].topic ? m[i].topic : "");
+            cf_err_detail(err, "%s",
+                          m[i].topic ? rd_kafka_err2str(rd_kafka_last_error()) : "the record has no topic");
+            refuse_rest(ack, i, n);
+            return CF_ERR_TRANSPORT;
+        }
+        while (j < n && m[j].topic && strcmp(m[j].topic, m[i].topic) == 0) j++;
+        for (size_t k = i; k < j; k++)
+            p->rkm[k - i] = (rd_kafka_message_t){
+                .partition = m[k].partition >= 0 ? m[k].partition : RD_KAFKA_PARTITION_UA,
+                .payload = m[k].value,
+                .len = m[k].value ? m[k].value_len : 0,
+                .key = m[k].key,
+                .key_len = m[k].key ? m[k].key_len : 0,
+                ._private = ack,
+            };
+        int good = rd_kafka_produce_batch(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY | RD_KAFKA_MSG_F_PARTITION,
+                                          p->rkm, (int)(j - i));
+        if ((size_t)good == j - i) {
+            *sent = i = j;
+            continue;
+        }
+        size_t f = i;
+        while (!p->rkm[f - i].err) f++;
+        rd_kafka_resp_err_t e = p->rkm[f - i].err;
+        size_t taken_after = 0;
+        for (size_t k = f; k < j; k++) taken_after += !p->rkm[k - i].err;
+        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL && !taken_after) {
+            *sent = f; /* a clean cut: the rest again later, in order */
+            return CF_ERR_AGAIN;
+        }
+        /* refused for good, or a message taken after a refused one (its
+         * order is lost): a task failure, offsets stop before */
+        for (size_t k = f; k < j; k++)
+            if (p->rkm[k - i].err) cf_ack_done(ack, false);
+        refuse_rest(ack, j, n);
+        *sent = n;
+        cf_err_set(err, CF_ERR_TRANSPORT, "cannot produce to topic \"%s\"", m[f].topic);
+        cf_err_detail(err, "%s%s", rd_kafka_err2str(e), taken_after ? " (and later messages were taken)" : "");
+        return CF_ERR_TRANSPORT;
+    }
+    return CF_OK;
+}
+
 static void prod_serve(void *st, int timeout_ms) {
     prod *p = st;
     rd_kafka_poll(p->rk, timeout_ms);
@@ -282,6 +347,7 @@ static void prod_destroy(void *st) {
     rd_kafka_poll(p->rk, 0);
     for (size_t i = 0; i < p->nrkt; i++) rd_kafka_topic_destroy(p->rkt[i]);
     rd_kafka_destroy(p->rk);
+    free(p->rkm);
     free(p);
 }
 
@@ -316,7 +382,7 @@ cf_code cf_worker_kafka_out_new(struct cf_worker *w, const char *client_id, cf_m
         cf_err_detail(err, "%s", errstr);
         return CF_ERR_CONFIG;
     }
-    *out = (cf_msg_out){p, prod_send, prod_serve, prod_flush, prod_destroy};
+    *out = (cf_msg_out){p, prod_send, prod_serve, prod_flush, prod_destroy, prod_send_batch};
     return CF_OK;
 }
 

@@ -737,6 +737,13 @@ typedef struct srcstate {
     size_t inflight;     /* records in the queued groups */
     int64_t last_flush_us;
     cf_ack *spare; /* groups whose offsets were stored, for reuse */
+    /* Messages of the poll batch not yet sent, when the transport sends
+     * batches (send_batch): they borrow from their records (brec), or from
+     * barena for bytes a converter made. */
+    cf_msg *bmsg;
+    cf_record **brec;
+    size_t bn;
+    cf_arena *barena;
 } srcstate;
 
 /* Open the group of a poll batch (queued at once: its guard count keeps it
@@ -950,6 +957,57 @@ static void msg_release(cf_msg *m) {
     cf_msg_clear(m);
 }
 
+/* Retry a send that found the transport's queue full, serving
+ * acknowledgements in between (one log line per backoff step). */
+static void src_backoff(srcstate *s, int *backoff, int *step) {
+    task *t = s->t;
+    (*step)++;
+    CF_WARN(COMP,
+            "connector %s task %d: producer queue full (broker slow or unreachable); %zu records in "
+            "flight, retrying in %d ms (step %d)",
+            t->c->name, t->id, s->inflight, *backoff, *step);
+    s->out->serve(s->out->state, *backoff);
+    src_commit_acked(s, NULL);
+    if (*backoff < 30000) *backoff *= 2;
+}
+
+/* Send the batched messages (in poll order, before any other message of the
+ * task) and free their records, whatever the outcome. */
+static cf_code src_send_batch(srcstate *s, cf_err *err) {
+    if (!s->bn) return CF_OK;
+    task *t = s->t;
+    cf_ack *a = s->open;
+    atomic_fetch_add(&a->pending, (int)s->bn); /* their acknowledgements */
+    size_t done = 0, bytes = 0;
+    int backoff = 100, step = 0;
+    cf_code rc;
+    for (;;) {
+        size_t sent = 0;
+        rc = s->out->send_batch(s->out->state, s->bmsg + done, s->bn - done, a, &sent, err);
+        for (size_t i = done; i < done + sent; i++) bytes += s->bmsg[i].key_len + s->bmsg[i].value_len;
+        done += sent;
+        if (rc != CF_ERR_AGAIN || atomic_load(&t->stop)) break;
+        src_backoff(s, &backoff, &step);
+    }
+    if (rc == CF_ERR_AGAIN) /* stopping: these records are polled again next run */
+        for (size_t i = done; i < s->bn; i++) cf_ack_done(a, false);
+    for (size_t i = 0; i < s->bn; i++) cf_record_destroy(s->brec[i]);
+    s->bn = 0;
+    cf_arena_reset(s->barena);
+    if (rc == CF_ERR_AGAIN) return CF_OK;
+    if (rc) return rc;
+    if (step) CF_INFO(COMP, "connector %s task %d: producer accepts records again", t->c->name, t->id);
+    atomic_fetch_add(&t->m.bytes_out, bytes);
+    return CF_OK;
+}
+
+/* The bytes of a batched message must outlive the next conversion: a
+ * converter's own output (not the value's bytes) is copied to the arena. */
+static char *batch_keep(srcstate *s, const cf_value *v, const char *data, size_t len) {
+    if (!data || (v && (v->type == CF_STRING || v->type == CF_BYTES) && data == v->u.s.ptr)) return (char *)data;
+    return cf_arena_strndup(s->barena, data, len);
+}
+
 /* Convert and send one record (taken). */
 static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     task *t = s->t;
@@ -995,21 +1053,26 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     }
     m->value = (char *)data;
     m->value_len = data ? len : 0;
+    if (s->bmsg && !r->n_headers && m->ts_type == CF_TS_NONE) {
+        /* sent with the rest of the poll batch (src_send_batch) */
+        m->key = batch_keep(s, r->key, m->key, m->key_len);
+        m->value = batch_keep(s, r->value, m->value, m->value_len);
+        s->bmsg[s->bn] = *m;
+        s->brec[s->bn++] = r;
+        return CF_OK;
+    }
+    cf_code rc = src_send_batch(s, err); /* what came before goes first */
+    if (rc) {
+        cf_record_destroy(r);
+        return rc;
+    }
     headers_to_msg(r, m);
     size_t bytes = m->key_len + m->value_len;
     int backoff = 100, step = 0;
-    cf_code rc;
     atomic_fetch_add(&a->pending, 1); /* this message's acknowledgement */
     while ((rc = s->out->send(s->out->state, m, a, err)) == CF_ERR_AGAIN) {
         if (atomic_load(&t->stop)) break;
-        step++;
-        CF_WARN(COMP,
-                "connector %s task %d: producer queue full (broker slow or unreachable); %zu records in "
-                "flight, retrying in %d ms (step %d)",
-                c->name, t->id, s->inflight, backoff, step);
-        s->out->serve(s->out->state, backoff);
-        src_commit_acked(s, NULL);
-        if (backoff < 30000) backoff *= 2;
+        src_backoff(s, &backoff, &step);
     }
     msg_release(m);
     cf_record_destroy(r);
@@ -1049,6 +1112,11 @@ static void *source_main(void *arg) {
         }
         has_out = true;
         s.out = &out;
+    }
+    if (s.out && s.out->send_batch) {
+        s.bmsg = cf_xcalloc(SOURCE_BATCH, sizeof *s.bmsg);
+        s.brec = cf_xcalloc(SOURCE_BATCH, sizeof *s.brec);
+        s.barena = cf_arena_new(0);
     }
     if (c->plugin->u.source.start(c->cfg, &t->sctx, &s.plugin_task, &err)) {
         task_fail(t, &err);
@@ -1097,6 +1165,7 @@ static void *source_main(void *arg) {
             if (!failed && src_handle(&s, recs[i], &err)) failed = true;
             else if (failed) cf_record_destroy(recs[i]);
         }
+        if (src_send_batch(&s, failed ? NULL : &err)) failed = true;
         atomic_fetch_add(&t->m.records_in, n);
         src_group_close(&s);
         if (failed) break;
@@ -1193,6 +1262,9 @@ out:
         ack_free(a);
     }
     src_spare_free(&s);
+    free(s.bmsg);
+    free(s.brec);
+    cf_arena_destroy(s.barena);
     task_teardown(t);
     return NULL;
 }

@@ -74,6 +74,13 @@ typedef struct cf_msg_out {
     /* Wait until everything sent was acknowledged (or timeout). */
     cf_code (*flush)(void *state, int timeout_ms, cf_err *err);
     void (*destroy)(void *state);
+    /* Optional: send m[0..n) in order, all for one ack, each copied before
+     * the call returns (m stays the caller's; no headers, no timestamps).
+     * CF_OK: all taken. CF_ERR_AGAIN: m[*sent] found the local queue full
+     * and nothing from it on was taken (send them again later). Another
+     * code: failed for good; every message not taken has already been
+     * reported to ack as failed. */
+    cf_code (*send_batch)(void *state, const cf_msg *m, size_t n, cf_ack *ack, size_t *sent, cf_err *err);
 } cf_msg_out;
 
 typedef struct cf_tp_pos {

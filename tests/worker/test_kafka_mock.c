@@ -24,6 +24,7 @@
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
 
+#include "cdcflow/buf.h"
 #include "cdcflow/log.h"
 #include "cdcflow/worker.h"
 #include "../../src/worker/worker_internal.h"
@@ -44,6 +45,7 @@ static int teardown(void **state) {
 
 /* Read every message of a topic from the beginning (a plain consumer). */
 typedef struct got {
+    int32_t partition;
     char *key, *value;
     rd_kafka_headers_t *hdrs;
 } got;
@@ -71,6 +73,7 @@ static size_t read_topic(const char *bootstrap, const char *topic, got *out, siz
         }
         idle = 0;
         if (!m->err) {
+            out[n].partition = m->partition;
             out[n].key = m->key ? strndup(m->key, m->key_len) : NULL;
             out[n].value = m->payload ? strndup(m->payload, m->len) : NULL;
             rd_kafka_headers_t *h = NULL;
@@ -147,6 +150,50 @@ static void test_source_kafka_sink_and_offsets_topic(void **state) {
         assert_true(k >= 0 && k < 300 && !have[k]);
         have[k] = true;
     }
+}
+
+/* A source task sends each poll batch in one go (rd_kafka_produce_batch):
+ * with a producer queue of 10 messages every batch of up to 37 finds it
+ * full part way; the rest is sent again after the backoff, so the topic
+ * holds every record once, in order within each partition, and the offsets
+ * of all are stored. */
+static void test_source_batches_when_queue_full(void **state) {
+    (void)state;
+    cf_props *wp = cf_props_new();
+    cf_props_set(wp, "bootstrap.servers", "embedded");
+    cf_props_set(wp, "key.converter", "string");
+    cf_props_set(wp, "value.converter", "string");
+    cf_props_set(wp, "producer.queue.buffering.max.messages", "10");
+    cf_props_set(wp, "offset.storage.partitions", "3");
+    cf_worker_opts o = {.plugins = test_plugins};
+    cf_worker *w = NULL;
+    cf_err err;
+    assert_cf_ok(cf_worker_new(wp, &o, &w, &err), &err);
+    cf_props_destroy(wp);
+    assert_cf_ok(cf_worker_start(w, &err), &err);
+    add_kv(w, (const char *const[]){"name", "src", "connector.class", "test-source", "test.count", "120",
+                                    "test.topic", "small", NULL});
+    assert_cf_ok(cf_worker_run(w, true, &err), &err);
+    got g[121];
+    size_t n = read_topic(cf_worker_kafka_bootstrap(w), "small", g, 121, 120);
+    assert_int_equal(n, 120);
+    bool have[120] = {false};
+    int last[64];
+    for (size_t p = 0; p < 64; p++) last[p] = -1;
+    for (size_t i = 0; i < n; i++) {
+        int k = atoi(g[i].value + 1);
+        assert_true(k >= 0 && k < 120 && !have[k]);
+        have[k] = true;
+        assert_true(g[i].partition >= 0 && g[i].partition < 64);
+        assert_true(k > last[g[i].partition]);
+        last[g[i].partition] = k;
+    }
+    free_got(g, n);
+    cf_buf m = CF_BUF_INIT; /* offsets stored for every record */
+    cf_worker_metrics_text(w, &m);
+    assert_non_null(strstr(m.data, "\ncdcflow_task_records_out_total{connector=\"src\",task=\"0\",type=\"source\"} 120\n"));
+    cf_buf_free(&m);
+    cf_worker_destroy(w);
 }
 
 static void test_dead_letter_queue(void **state) {
@@ -236,6 +283,7 @@ int main(void) {
     cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_source_kafka_sink_and_offsets_topic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_batches_when_queue_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_resume_sink, setup, teardown),
     };
