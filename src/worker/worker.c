@@ -254,6 +254,8 @@ void cf_ack_done(cf_ack *a, bool ok) {
     atomic_fetch_sub(&a->pending, 1);
 }
 
+void cf_ack_done_n(cf_ack *a, int n) { atomic_fetch_sub(&a->pending, n); }
+
 static cf_ack *ack_new(void) {
     cf_ack *a = cf_xcalloc(1, sizeof *a);
     atomic_init(&a->pending, 1);

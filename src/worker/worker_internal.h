@@ -62,6 +62,7 @@ typedef struct cf_ack {
 } cf_ack;
 /* Called by transports when a message was acknowledged (ok) or failed for good. */
 void cf_ack_done(cf_ack *a, bool ok);
+void cf_ack_done_n(cf_ack *a, int n); /* n messages acknowledged (ok) at once */
 
 /* ---- message transports ---- */
 typedef struct cf_msg_out {
