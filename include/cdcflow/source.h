@@ -116,7 +116,10 @@ typedef struct cf_native_ops {
     /* Block up to timeout_ms for a sign that new objects may exist (inotify
      * for files). Returns true if something changed: the next listing then
      * starts from the beginning, since a new name may sort before the last
-     * one read. NULL: the poller just sleeps its backoff. */
+     * one read. The task calls it in slices of at most 100 ms (so that a
+     * stop is seen at once) until the backoff has passed. NULL: the poller
+     * sleeps its backoff, then lists from the beginning again (a new name
+     * may sort anywhere; finished objects are skipped by their done mark). */
     bool (*wait_for_change)(void *self, int timeout_ms);
     void (*destroy)(void *self);
     /* Optional, instead of open + input.format: open the object as records,

@@ -379,11 +379,16 @@ static bool sleep_backoff(cf_source_task *t, int64_t ms) {
     double j = t->jitter * (((double)rand_r(&t->rng) / RAND_MAX) * 2 - 1);
     int64_t wait = (int64_t)(ms * (1 + j));
     if (wait < 1) wait = 1;
-    if (t->ops->wait_for_change) return t->ops->wait_for_change(t->self, (int)wait);
-    {
-        int64_t end = now_ms() + wait;
-        while (!atomic_load(&t->stopping) && now_ms() < end) {
-            struct timespec ts = {0, 20 * 1000000};
+    int64_t end = now_ms() + wait, left;
+    /* In slices, so that a stop is seen within one slice: a whole backoff
+     * (poll.backoff.max.ms, up to an hour) in one wait_for_change delayed a
+     * clean stop by as much. */
+    while (!atomic_load(&t->stopping) && (left = end - now_ms()) > 0) {
+        int slice = left < 100 ? (int)left : 100;
+        if (t->ops->wait_for_change) {
+            if (t->ops->wait_for_change(t->self, slice)) return true;
+        } else {
+            struct timespec ts = {0, (long)(slice < 20 ? slice : 20) * 1000000};
             nanosleep(&ts, NULL);
         }
     }
@@ -464,6 +469,13 @@ static void *poller(void *arg) {
                 after = NULL;
                 backoff = t->backoff_initial;
                 continue;
+            }
+            if (!t->ops->wait_for_change) {
+                /* no change notices: a new name may sort anywhere, so the
+                 * next idle listing starts from the beginning (at the pace
+                 * of the growing backoff; finished objects are skipped) */
+                free(after);
+                after = NULL;
             }
             backoff = backoff * 2 > t->backoff_max ? t->backoff_max : backoff * 2;
         } else {

@@ -3,7 +3,9 @@
 #  - a tree of CSV files (nested folders, a hidden temp file that must be
 #    ignored) becomes exactly one record per data row;
 #  - after a clean stop and restart, finished files are not read again, and a
-#    file added while running is picked up;
+#    file added while running is picked up, also in a folder created while
+#    running (inotify: at once, not at the next idle listing), and a stop
+#    while idle is prompt whatever poll.backoff.max.ms is;
 #  - kill -9 at a random point of a large file, restart: every row is present
 #    and the only duplicates are rows after the last committed offset of that
 #    file (a contiguous run), as docs/operations.md allows;
@@ -159,4 +161,26 @@ rc=$?
 set -e
 [[ $rc -eq 1 ]] || fail "errors.tolerance=none: exit $rc, want 1 ($(tail -3 "$T/bad.log"))"
 grep -q 'bad.csv: line 3, byte 8' "$T/bad.log" || fail "the error does not name object, line and byte: $(tail -5 "$T/bad.log")"
+# inotify: a file written into a folder created while the source runs is read at once,
+# though an idle listing would wait up to poll.backoff.max.ms (60 s here); and a stop
+# does not wait for that backoff either
+mkdir -p "$T/ino"
+cat > "$T/ino.json" <<J
+{"name": "ino", "config": {"connector.class": "files", "files.path": "$T/ino", "topic": "i", "input.format": "csv",
+ "files.min.age.ms": "0", "poll.backoff.initial.ms": "60000", "poll.backoff.max.ms": "60000",
+ "key.converter": "string", "value.converter": "json", "value.converter.schemas.enable": "false"}}
+J
+cli_start "$T/ino.jsonl" "$T/ino.json"
+sleep 1
+mkdir -p "$T/ino/new/deeper"
+printf 'id\n1\n' > "$T/ino/new/deeper/a.csv"
+wait_lines "$T/ino.jsonl" 1 100 0.05
+printf 'id\n2\n' > "$T/ino/new/deeper/b.csv"
+wait_lines "$T/ino.jsonl" 2 100 0.05
+sleep 0.5 # the poller is now in its 60 s idle wait: a stop must not wait for it
+t0=$(date +%s%N)
+cli_stop "inotify run"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+(( ms < 5000 )) || fail "SIGTERM while the source idles (60 s backoff) took $ms ms to stop"
+[[ $(wc -l < "$T/ino.jsonl") -eq 2 ]] || fail "files in a new folder not picked up within 5 s: $(cat "$T/ino.jsonl")"
 echo "files source: ok"

@@ -138,11 +138,6 @@ static cf_value *files_partition_map(void *self, const char *key) {
 
 static bool files_wait(void *self, int timeout_ms) {
     files_src *s = self;
-    if (s->ino < 0) {
-        struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
-        nanosleep(&ts, NULL);
-        return true; /* without inotify every listing starts from the beginning */
-    }
     struct pollfd p = {s->ino, POLLIN, 0};
     if (poll(&p, 1, timeout_ms) > 0) {
         char buf[8192];
@@ -173,6 +168,16 @@ static const cf_native_ops files_ops = {
     .destroy = files_destroy,
 };
 
+/* Without inotify: no change notices, so the task lists the tree from the
+ * beginning after each idle backoff (poll.backoff.*). */
+static const cf_native_ops files_ops_listing = {
+    .kind = "files",
+    .list = files_list,
+    .open = files_open,
+    .partition_map = files_partition_map,
+    .destroy = files_destroy,
+};
+
 static cf_code files_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
     files_src *s = cf_xcalloc(1, sizeof *s);
     const char *root = cf_config_string(cfg, "files.path");
@@ -190,7 +195,7 @@ static cf_code files_start(const cf_config *cfg, cf_source_ctx *ctx, void **task
         return CF_ERR_CONFIG;
     }
     cf_source_task *t;
-    cf_code rc = cf_source_task_new(cfg, ctx, s, &files_ops, &t, err);
+    cf_code rc = cf_source_task_new(cfg, ctx, s, s->ino >= 0 ? &files_ops : &files_ops_listing, &t, err);
     if (rc) return rc;
     *task = t;
     return CF_OK;
