@@ -94,7 +94,7 @@ static cf_code files_list(void *self, const char *after, size_t max, cf_native_i
     }
     path_list pl = {0};
     walk(s, "", &pl, 0);
-    qsort(pl.v, pl.n, sizeof(char *), cmp_str);
+    if (pl.n) qsort(pl.v, pl.n, sizeof(char *), cmp_str); /* an empty tree has no array: qsort(NULL) is undefined */
     *items = cf_xcalloc(max ? max : 1, sizeof(cf_native_info));
     *n = 0;
     int64_t now = wall_ms();
