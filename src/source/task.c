@@ -443,12 +443,15 @@ static void *poller(void *arg) {
             bool etag_changed = info->etag && (se ? (se->etag && strcmp(se->etag, info->etag) != 0)
                                                   : (e.etag[0] && strcmp(e.etag, info->etag) != 0));
             if (known && (e.size != info->size || e.mtime_ms != info->mtime_ms || etag_changed)) {
-                atomic_fetch_add(&t->st_changed, 1);
+                unsigned long long changed = (unsigned long long)atomic_fetch_add(&t->st_changed, 1) + 1;
+                char etags[300] = "";
+                if (etag_changed)
+                    snprintf(etags, sizeof etags, ", etag \"%s\" -> \"%s\"", se ? se->etag : e.etag, info->etag);
                 CF_WARN(COMP,
-                        "object \"%s\" changed (size %lld -> %lld, mtime %lld -> %lld): reading it again from the start; "
-                        "its records already sent may be duplicated",
+                        "object \"%s\" changed (size %lld -> %lld, mtime %lld -> %lld%s): reading it again from the "
+                        "start; its records already sent may be duplicated (%llu changed object%s read again by this task)",
                         info->key, (long long)e.size, (long long)info->size, (long long)e.mtime_ms,
-                        (long long)info->mtime_ms);
+                        (long long)info->mtime_ms, etags, changed, changed == 1 ? "" : "s");
                 memset(&e, 0, sizeof e);
             } else if (e.done) {
                 atomic_fetch_add(&t->st_skipped, 1);

@@ -140,8 +140,13 @@ static cf_code mem_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
 
 /* poll as the worker calls it, counting what it returns */
 static _Atomic int polls, polls_empty, poll_most;
+static _Atomic int seen_changed, seen_skipped; /* the task's counters at its last poll */
 static cf_code mem_poll(void *task, cf_record **out, size_t max, size_t *n, cf_err *err) {
     cf_code rc = cf_source_task_poll(task, out, max, n, err);
+    cf_source_stats st;
+    cf_source_task_stats(task, &st);
+    seen_changed = (int)st.objects_changed;
+    seen_skipped = (int)st.skipped_done;
     polls++;
     if (*n == 0) polls_empty++;
     if ((int)*n > poll_most) poll_most = (int)*n;
@@ -257,6 +262,8 @@ static void test_pipeline_offsets_restart(void **state) {
     opened_from[0] = opened_from[1] = -1;
     run_once(dir, out2, 1, 700);
     assert_int_equal(count_lines(out2), 0);
+    assert_true(seen_skipped >= 2); /* both found done (every listing counts them) */
+    assert_int_equal(seen_changed, 0);
     assert_int_equal(opened_from[0], -1);
     assert_int_equal(opened_from[1], -1);
     /* a new version of "a" (same size and time, another ETag) is read again
@@ -266,6 +273,7 @@ static void test_pipeline_offsets_restart(void **state) {
     mem_etag = "v2";
     run_once(dir, out3, 3, 5000);
     assert_int_equal(count_lines(out3), 3);
+    assert_int_equal(seen_changed, 1); /* counted once, though listed again and again */
     assert_int_equal(opened_from[0], 0);
     assert_int_equal(opened_from[1], -1);
     cf_msg_destroy(m);
