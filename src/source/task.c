@@ -140,6 +140,10 @@ struct cf_source_task {
     size_t n_steps;
     _Atomic uint64_t st_started, st_done, st_changed, st_records, st_bad, st_skipped;
     unsigned rng;
+    /* the source partition of the object being read (poller thread only):
+     * one shared value for all its records instead of a new map each */
+    char *pm_key;
+    cf_value *pm;
 };
 
 static int64_t now_ms(void) {
@@ -200,7 +204,13 @@ static cf_record *make_record(cf_source_task *t, const cf_native_info *info, con
 }
 
 static void emit_offset(cf_source_task *t, cf_record *r, const char *key, const cf_offset_entry *e) {
-    cf_record_set_source(r, t->ops->partition_map(t->self, key), cf_offset_entry_to_map(e));
+    if (!t->pm || strcmp(t->pm_key, key) != 0) {
+        cf_value_destroy(t->pm);
+        free(t->pm_key);
+        t->pm = t->ops->partition_map(t->self, key);
+        t->pm_key = cf_xstrdup(key);
+    }
+    cf_record_set_source(r, cf_value_ref(t->pm), cf_offset_entry_to_map(e));
 }
 
 /* One object being read: through the framework's extractor (byte-stream
@@ -613,6 +623,8 @@ void cf_source_task_stop(void *task) {
     cf_name_template_destroy(t->tmpl);
     cf_props_destroy(t->xopts);
     seen_free(&t->seen);
+    cf_value_destroy(t->pm);
+    free(t->pm_key);
     free(t->topic);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->not_empty);

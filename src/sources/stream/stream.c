@@ -52,6 +52,7 @@ typedef struct stream_task {
     cf_ulid_gen *gen;
     int64_t count;
     bool eof;
+    cf_value *pm; /* the offset key, shared by every record (made at the first) */
 } stream_task;
 
 static const char *const stream_types[] = {"stdin", "fifo", "tcp", NULL};
@@ -127,6 +128,7 @@ static void stream_stop(void *task) {
     if (t->listen_fd >= 0) close(t->listen_fd);
     cf_ulid_gen_destroy(t->gen);
     free(t->topic);
+    cf_value_destroy(t->pm);
     free(t->name);
     free(t->type);
     free(t->path);
@@ -210,7 +212,9 @@ static cf_code emit_line(stream_task *t, const char *line, size_t len, cf_record
     cf_value *off = cf_value_map();
     cf_value_map_put(off, cf_value_string("ulid"), cf_value_string(text));
     cf_value_map_put(off, cf_value_string("recordCount"), cf_value_int64(t->count));
-    cf_record_set_source(r, partition_map(t), off);
+    /* one offset key for the whole stream: a shared value, not a map per record */
+    if (!t->pm) t->pm = partition_map(t);
+    cf_record_set_source(r, cf_value_ref(t->pm), off);
     out[(*n)++] = r;
     return CF_OK;
 }
