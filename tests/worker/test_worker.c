@@ -494,6 +494,23 @@ static void test_record_files_round_trip(void **state) {
     cf_worker_destroy(w);
 }
 
+/* Source "src" of the test plugin with test.count=1000, test.partitions=12
+ * stored, in offsets_file, the last position of each of its 12 partitions. */
+static void check_12_partitions(const char *offsets_file) {
+    cf_offset_store *s = NULL;
+    assert_int_equal(cf_offset_store_open_file(offsets_file, &s, NULL), CF_OK);
+    for (int64_t p = 0; p < 12; p++) {
+        cf_value *part = src_partition();
+        cf_value_map_put(part, cf_value_string("p"), cf_value_int64(p));
+        cf_value *off = cf_offset_store_get(s, "src", part);
+        assert_non_null(off);
+        int64_t last = 999 - ((999 - p) % 12); /* the last i < 1000 with i % 12 == p */
+        assert_int_equal(cf_value_map_get_str(off, "pos")->u.i, last);
+        cf_value_destroy(off);
+        cf_value_destroy(part);
+    }
+    cf_offset_store_destroy(s);
+}
 /* Offsets are tracked per poll batch (at most 37 records from the test
  * source): with records spread round robin over 12 source partitions, more
  * than a batch looks back for and more than the store puts at once, every
@@ -508,19 +525,7 @@ static void test_offsets_many_partitions(void **state) {
     cf_err err;
     assert_int_equal(cf_worker_run(w, true, &err), CF_OK);
     cf_worker_destroy(w);
-    cf_offset_store *s = NULL;
-    assert_int_equal(cf_offset_store_open_file(tpath("offsets.json"), &s, NULL), CF_OK);
-    for (int64_t p = 0; p < 12; p++) {
-        cf_value *part = src_partition();
-        cf_value_map_put(part, cf_value_string("p"), cf_value_int64(p));
-        cf_value *off = cf_offset_store_get(s, "src", part);
-        assert_non_null(off);
-        int64_t last = 999 - ((999 - p) % 12); /* the last i < 1000 with i % 12 == p */
-        assert_int_equal(cf_value_map_get_str(off, "pos")->u.i, last);
-        cf_value_destroy(off);
-        cf_value_destroy(part);
-    }
-    cf_offset_store_destroy(s);
+    check_12_partitions(tpath("offsets.json"));
 }
 
 /* A source whose records share their source partition and offset key
@@ -584,18 +589,7 @@ static void test_shared_source_values(void **state) {
             assert_int_equal(stored_pos(tpath("offsets.json"), "src"), 999);
             continue;
         }
-        cf_offset_store *s = NULL;
-        assert_int_equal(cf_offset_store_open_file(tpath("offsets.json"), &s, NULL), CF_OK);
-        for (int64_t p = 0; p < 12; p++) {
-            cf_value *part = src_partition();
-            cf_value_map_put(part, cf_value_string("p"), cf_value_int64(p));
-            cf_value *off = cf_offset_store_get(s, "src", part);
-            assert_non_null(off);
-            assert_int_equal(cf_value_map_get_str(off, "pos")->u.i, 999 - ((999 - p) % 12));
-            cf_value_destroy(off);
-            cf_value_destroy(part);
-        }
-        cf_offset_store_destroy(s);
+        check_12_partitions(tpath("offsets.json"));
     }
 }
 
