@@ -92,6 +92,30 @@ static double baseline(const char *path, size_t *bytes) {
 
 static double avro_baseline(const char *path, size_t *bytes);
 
+/* Every record of x, dropped as it comes; the RSS is sampled every
+ * (mask + 1) records into *peak, *pos is the position after the last record.
+ * Exits on an extraction error. */
+static size_t drain(const char *name, cf_extractor *x, size_t mask, long *peak, cf_extract_pos *pos) {
+    size_t recs = 0;
+    cf_err err;
+    for (;;) {
+        cf_schema *s;
+        cf_value *v;
+        cf_code rc = cf_extractor_next(x, &s, &v, pos, &err);
+        if (rc == CF_ERR_EOF) return recs;
+        if (rc) {
+            fprintf(stderr, "%s: %s (%s)\n", name, err.message, err.where);
+            exit(1);
+        }
+        cf_value_destroy(v);
+        cf_schema_unref(s);
+        if ((++recs & mask) == 0) {
+            long rs = rss_kb();
+            if (rs > *peak) *peak = rs;
+        }
+    }
+}
+
 static void run(const char *name, cf_input_format fmt, const char *path) {
     size_t bytes;
     double tb = fmt == CF_FORMAT_AVRO ? avro_baseline(path, &bytes) : baseline(path, &bytes);
@@ -104,24 +128,9 @@ static void run(const char *name, cf_input_format fmt, const char *path) {
         exit(1);
     }
     long rss0 = rss_kb(), rss_max = rss0;
-    size_t recs = 0;
     double t0 = now();
-    for (;;) {
-        cf_schema *s;
-        cf_value *v;
-        cf_code rc = cf_extractor_next(x, &s, &v, NULL, &err);
-        if (rc == CF_ERR_EOF) break;
-        if (rc) {
-            fprintf(stderr, "%s: %s (%s)\n", name, err.message, err.where);
-            exit(1);
-        }
-        cf_value_destroy(v);
-        cf_schema_unref(s);
-        if ((++recs & 0xffff) == 0) {
-            long rs = rss_kb();
-            if (rs > rss_max) rss_max = rs;
-        }
-    }
+    cf_extract_pos pos = {0};
+    size_t recs = drain(name, x, 0xffff, &rss_max, &pos);
     double t = now() - t0;
     cf_extractor_destroy(x);
     double mb = bytes / 1048576.0;
@@ -235,25 +244,9 @@ static int rss_check(const char *name, cf_input_format fmt, const char *path) {
     }
     long opened = rss_kb();
     if (opened > peak) peak = opened;
-    size_t recs = 0;
-    cf_extract_pos pos = {0};
     double t0 = now();
-    for (;;) {
-        cf_schema *s;
-        cf_value *v;
-        cf_code rc = cf_extractor_next(x, &s, &v, &pos, &err);
-        if (rc == CF_ERR_EOF) break;
-        if (rc) {
-            fprintf(stderr, "%s: %s (%s)\n", name, err.message, err.where);
-            exit(1);
-        }
-        cf_value_destroy(v);
-        cf_schema_unref(s);
-        if ((++recs & 1023) == 0) {
-            long rs = rss_kb();
-            if (rs > peak) peak = rs;
-        }
-    }
+    cf_extract_pos pos = {0};
+    size_t recs = drain(name, x, 1023, &peak, &pos);
     double t = now() - t0;
     long before_destroy = rss_kb();
     if (before_destroy > peak) peak = before_destroy;
