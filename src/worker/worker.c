@@ -229,6 +229,7 @@ struct cf_worker {
     volatile sig_atomic_t stop_flag;
     atomic_bool draining; /* no source task runs any more: direct sinks end when empty */
     atomic_bool sealed;   /* cf_worker_run began: every connector of the run is added */
+    int reconfiguring;    /* connector updates between removing the old and adding the new (under mu) */
     atomic_uint_fast64_t errors;
     cf_rest *rest;
     bool started;
@@ -667,64 +668,97 @@ static uint32_t fnv1a(const char *s) {
 }
 
 /* Hand one source record to every direct sink that subscribes to its topic.
- * `a` already counts one (the caller's guard). */
+ * `a` already counts one (the caller's guard).
+ * A sink that is being reconfigured, restarted or deleted refuses the push
+ * for a moment (its old tasks are stopping, the new ones not started yet):
+ * the record then waits and goes to whatever subscribes to its topic by that
+ * name afterwards, and only sinks that took it are not asked again. Only a
+ * sink task that failed or finished while still registered fails the source
+ * (the record cannot be delivered; its offset is not stored). */
 static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
     cf_worker *w = t->c->w;
     conn *targets[64];
-    size_t nt = 0;
+    char *done[64]; /* names of the sinks that took the record (copies: a conn may go) */
+    size_t n_done = 0;
     bool warned = false;
+    cf_code rc = CF_OK;
     for (;;) {
+        size_t nt = 0;
         pthread_mutex_lock(&w->mu);
+        bool updating = w->reconfiguring > 0; /* a sink may be missing for a moment */
         for (size_t i = 0; i < w->n_conns && nt < 64; i++) {
             conn *c = w->conns[i];
-            if (c->is_sink && c->ntasks > 0 && sink_wants_topic(c, rec->topic)) {
-                atomic_fetch_add(&c->refs, 1);
-                targets[nt++] = c;
-            }
+            if (!c->is_sink || c->ntasks == 0 || !sink_wants_topic(c, rec->topic)) continue;
+            bool took = false;
+            for (size_t j = 0; j < n_done && !took; j++) took = strcmp(done[j], c->name) == 0;
+            if (took) continue;
+            atomic_fetch_add(&c->refs, 1);
+            targets[nt++] = c;
         }
         pthread_mutex_unlock(&w->mu);
-        if (nt) break;
-        /* No sink for this topic. Never drop: while connectors may still be
-         * added (REST, or the run not yet begun) wait; otherwise it is a
-         * configuration error. */
-        if (!w->want_rest && atomic_load(&w->sealed)) {
-            cf_err_set(err, CF_ERR_CONFIG, "direct mode: no sink connector subscribes to topic \"%s\"",
-                       rec->topic ? rec->topic : "");
-            cf_err_detail(err, "connector %s produced a record for it", t->c->name);
-            cf_err_hint(err, "Add the topic to a sink's \"topics\" (or \"topics.regex\"), or run with "
-                             "transport=kafka or --output FILE.");
-            return CF_ERR_CONFIG;
+        if (nt == 0 && n_done) break; /* every subscriber has it */
+        if (nt == 0) {
+            /* No sink for this topic. Never drop: while connectors may still
+             * be added (REST, or the run not yet begun) wait; otherwise it is
+             * a configuration error. */
+            if (!w->want_rest && atomic_load(&w->sealed) && !updating) {
+                cf_err_set(err, CF_ERR_CONFIG, "direct mode: no sink connector subscribes to topic \"%s\"",
+                           rec->topic ? rec->topic : "");
+                cf_err_detail(err, "connector %s produced a record for it", t->c->name);
+                cf_err_hint(err, "Add the topic to a sink's \"topics\" (or \"topics.regex\"), or run with "
+                                 "transport=kafka or --output FILE.");
+                rc = CF_ERR_CONFIG;
+                break;
+            }
+            if (atomic_load(&t->stop)) {
+                atomic_store(&a->failed, true); /* not delivered: the offset is not stored */
+                break;
+            }
+            if (!warned)
+                CF_WARN(COMP, "direct mode: no sink connector subscribes to topic \"%s\" yet; connector %s waits",
+                        rec->topic ? rec->topic : "", t->c->name);
+            warned = true;
+            sleep_ms(50);
+            continue;
         }
-        if (atomic_load(&t->stop)) {
-            atomic_store(&a->failed, true); /* not delivered: the offset is not stored */
-            return CF_OK;
+        bool again = false;
+        for (size_t i = 0; i < nt; i++) {
+            conn *c = targets[i];
+            int ti = 0;
+            if (c->ntasks > 1) {
+                char *k = cf_value_debug_string(rec->key);
+                ti = (int)(fnv1a(k) % (uint32_t)c->ntasks);
+                free(k);
+            }
+            atomic_fetch_add(&a->pending, 1);
+            cf_record *copy = cf_record_clone(rec);
+            if (dq_push(c->tasks[ti], t, copy, a)) {
+                if (n_done < 64) done[n_done++] = cf_xstrdup(c->name);
+            } else {
+                cf_record_destroy(copy);
+                int st = atomic_load(&c->tasks[ti]->state);
+                bool registered = false;
+                pthread_mutex_lock(&w->mu);
+                for (size_t j = 0; j < w->n_conns && !registered; j++) registered = w->conns[j] == c;
+                pthread_mutex_unlock(&w->mu);
+                if (atomic_load(&t->stop)) {
+                    cf_ack_done(a, false); /* not delivered: the offset is not stored */
+                } else if (registered && (st == CF_STATE_FAILED || st == CF_STATE_FINISHED)) {
+                    cf_ack_done(a, false);
+                    if (!rc)
+                        rc = cf_err_set(err, CF_ERR_STATE, "direct mode: sink connector %s task %d is not running",
+                                        c->name, ti);
+                } else {
+                    cf_ack_done(a, true); /* not pushed, not failed: the guard keeps `a` open */
+                    again = true;
+                }
+            }
         }
-        if (!warned)
-            CF_WARN(COMP, "direct mode: no sink connector subscribes to topic \"%s\" yet; connector %s waits",
-                    rec->topic ? rec->topic : "", t->c->name);
-        warned = true;
-        sleep_ms(50);
+        for (size_t i = 0; i < nt; i++) conn_unref(targets[i]);
+        if (rc || atomic_load(&t->stop) || !again) break;
+        sleep_ms(20);
     }
-    cf_code rc = CF_OK;
-    for (size_t i = 0; i < nt; i++) {
-        conn *c = targets[i];
-        int ti = 0;
-        if (c->ntasks > 1) {
-            char *k = cf_value_debug_string(rec->key);
-            ti = (int)(fnv1a(k) % (uint32_t)c->ntasks);
-            free(k);
-        }
-        atomic_fetch_add(&a->pending, 1);
-        cf_record *copy = cf_record_clone(rec);
-        if (!dq_push(c->tasks[ti], t, copy, a)) {
-            cf_record_destroy(copy);
-            cf_ack_done(a, false);
-            if (!atomic_load(&t->stop))
-                rc = cf_err_set(err, CF_ERR_STATE, "direct mode: sink connector %s task %d is not running",
-                                c->name, ti);
-        }
-        conn_unref(c);
-    }
+    for (size_t i = 0; i < n_done; i++) free(done[i]);
     return rc;
 }
 
@@ -1956,10 +1990,12 @@ cf_code cf_worker_update_connector(cf_worker *w, const char *name, const cf_prop
     atomic_store(&nc->paused, atomic_load(&old->paused));
     memmove(w->conns + idx, w->conns + idx + 1, (w->n_conns - idx - 1) * sizeof(conn *));
     w->n_conns--;
+    w->reconfiguring++;
     pthread_mutex_unlock(&w->mu);
     conn_stop(old);
     conn_unref(old);
     pthread_mutex_lock(&w->mu);
+    w->reconfiguring--;
     w->conns[w->n_conns++] = nc; /* capacity: we removed one */
     for (int i = 0; i < nc->ntasks; i++) task_start(nc->tasks[i]);
     pthread_mutex_unlock(&w->mu);
