@@ -260,18 +260,20 @@ static int rss_check(const char *name, cf_input_format fmt, const char *path) {
     return ok ? 0 : 1;
 }
 
+/* the line formats, made by write_file (csv 1: CSV, 0: JSON lines) */
+static const struct {
+    const char *name;
+    cf_input_format fmt;
+    int csv;
+} text_formats[] = {{"csv", CF_FORMAT_CSV, 1}, {"jsonl", CF_FORMAT_JSONL, 0}};
+
 static int rss_mode(size_t mb) {
-    static const struct {
-        const char *name;
-        cf_input_format fmt;
-        int csv;
-    } fmts[] = {{"csv", CF_FORMAT_CSV, 1}, {"jsonl", CF_FORMAT_JSONL, 0}};
     int failed = 0;
     for (int k = 0; k < 2; k++) {
         char path[] = "/tmp/cf_bench_rss_XXXXXX";
         close(mkstemp(path));
-        write_file(path, fmts[k].csv, mb);
-        failed |= rss_check(fmts[k].name, fmts[k].fmt, path);
+        write_file(path, text_formats[k].csv, mb);
+        failed |= rss_check(text_formats[k].name, text_formats[k].fmt, path);
         unlink(path);
     }
     return failed;
@@ -287,19 +289,13 @@ static int wanted(int argc, char **argv, const char *fmt) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--rss") == 0) return rss_mode(argc > 2 ? (size_t)atol(argv[2]) : 2048);
     size_t mb = argc > 1 ? (size_t)atol(argv[1]) : 256;
-    if (wanted(argc, argv, "csv")) {
-        char csv[] = "/tmp/cf_bench_csv_XXXXXX";
-        close(mkstemp(csv));
-        write_file(csv, 1, mb);
-        run("csv", CF_FORMAT_CSV, csv);
-        unlink(csv);
-    }
-    if (wanted(argc, argv, "jsonl")) {
-        char jsonl[] = "/tmp/cf_bench_jsonl_XXXXXX";
-        close(mkstemp(jsonl));
-        write_file(jsonl, 0, mb);
-        run("jsonl", CF_FORMAT_JSONL, jsonl);
-        unlink(jsonl);
+    for (int k = 0; k < 2; k++) {
+        if (!wanted(argc, argv, text_formats[k].name)) continue;
+        char path[] = "/tmp/cf_bench_text_XXXXXX";
+        close(mkstemp(path));
+        write_file(path, text_formats[k].csv, mb);
+        run(text_formats[k].name, text_formats[k].fmt, path);
+        unlink(path);
     }
     if (!wanted(argc, argv, "avro")) return 0;
     char avro[] = "/tmp/cf_bench_avro_XXXXXX";

@@ -593,14 +593,22 @@ static void test_shared_source_values(void **state) {
     }
 }
 
-/* stop (SIGINT) while a source runs forever: exit cleanly, offsets stored */
-static void test_stop_flushes_and_commits(void **state) {
-    (void)state;
+/* A direct-mode worker running on r's thread: an endless test source
+ * feeding the test sink "snk" through topic t1. */
+static cf_worker *run_endless_direct(runner *r) {
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
     add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
     add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.endless", "true", NULL));
-    runner r = {.w = w};
-    pthread_create(&r.th, NULL, run_thread, &r);
+    *r = (runner){.w = w};
+    pthread_create(&r->th, NULL, run_thread, r);
+    return w;
+}
+
+/* stop (SIGINT) while a source runs forever: exit cleanly, offsets stored */
+static void test_stop_flushes_and_commits(void **state) {
+    (void)state;
+    runner r;
+    cf_worker *w = run_endless_direct(&r);
     usleep(200 * 1000);
     cf_worker_stop(w);
     pthread_join(r.th, NULL);
@@ -618,11 +626,8 @@ static void test_stop_flushes_and_commits(void **state) {
  * ASan), and every record up to the last one stored reaches the sink. */
 static void test_direct_sink_reconfigured_while_fed(void **state) {
     (void)state;
-    cf_worker *w = new_worker(worker_props(), NULL, NULL);
-    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
-    add_connector(w, props_of("name", "src", "connector.class", "test-source", "test.endless", "true", NULL));
-    runner r = {.w = w};
-    pthread_create(&r.th, NULL, run_thread, &r);
+    runner r;
+    cf_worker *w = run_endless_direct(&r);
     for (int i = 0; i < 100; i++) {
         cf_props *p = props_of("connector.class", "test-sink", "topics", "t1", NULL);
         cf_err err;
