@@ -678,7 +678,7 @@ static uint32_t fnv1a(const char *s) {
 static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
     cf_worker *w = t->c->w;
     conn *targets[64];
-    char *done[64]; /* names of the sinks that took the record (copies: a conn may go) */
+    char *done[64]; /* after a refused push: names of the sinks that took the record */
     size_t n_done = 0;
     bool warned = false;
     cf_code rc = CF_OK;
@@ -722,6 +722,8 @@ static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
             continue;
         }
         bool again = false;
+        conn *took[64];
+        size_t n_took = 0;
         for (size_t i = 0; i < nt; i++) {
             conn *c = targets[i];
             int ti = 0;
@@ -733,7 +735,7 @@ static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
             atomic_fetch_add(&a->pending, 1);
             cf_record *copy = cf_record_clone(rec);
             if (dq_push(c->tasks[ti], t, copy, a)) {
-                if (n_done < 64) done[n_done++] = cf_xstrdup(c->name);
+                took[n_took++] = c;
             } else {
                 cf_record_destroy(copy);
                 int st = atomic_load(&c->tasks[ti]->state);
@@ -754,8 +756,11 @@ static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
                 }
             }
         }
+        bool retry = !rc && !atomic_load(&t->stop) && again;
+        /* names copied only for a retry (rare): a conn may be gone by then */
+        for (size_t i = 0; retry && i < n_took && n_done < 64; i++) done[n_done++] = cf_xstrdup(took[i]->name);
         for (size_t i = 0; i < nt; i++) conn_unref(targets[i]);
-        if (rc || atomic_load(&t->stop) || !again) break;
+        if (!retry) break;
         sleep_ms(20);
     }
     for (size_t i = 0; i < n_done; i++) free(done[i]);
