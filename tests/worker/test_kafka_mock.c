@@ -103,6 +103,19 @@ static void free_got(got *g, size_t n) {
     }
 }
 
+/* A started worker with the test plugins from worker properties (taken). */
+static cf_worker *start_worker_props(cf_props *wp) {
+    cf_worker_opts o = {.plugins = test_plugins};
+    cf_worker *w = NULL;
+    cf_err err;
+    cf_code rc = cf_worker_new(wp, &o, &w, &err);
+    cf_props_destroy(wp);
+    assert_cf_ok(rc, &err);
+    rc = cf_worker_start(w, &err);
+    assert_cf_ok(rc, &err);
+    return w;
+}
+
 static cf_worker *start_worker(void) {
     cf_props *wp = cf_props_new();
     cf_props_set(wp, "bootstrap.servers", "embedded");
@@ -110,15 +123,7 @@ static cf_worker *start_worker(void) {
     cf_props_set(wp, "key.converter", "string");
     cf_props_set(wp, "value.converter", "string");
     cf_props_set(wp, "offset.storage.partitions", "3");
-    cf_worker_opts o = {.plugins = test_plugins};
-    cf_worker *w = NULL;
-    cf_err err;
-    cf_code rc = cf_worker_new(wp, &o, &w, &err);
-    cf_props_destroy(wp);
-    assert_int_equal(rc, CF_OK);
-    rc = cf_worker_start(w, &err);
-    assert_cf_ok(rc, &err);
-    return w;
+    return start_worker_props(wp);
 }
 
 static void test_source_kafka_sink_and_offsets_topic(void **state) {
@@ -165,12 +170,8 @@ static void test_source_batches_when_queue_full(void **state) {
     cf_props_set(wp, "value.converter", "string");
     cf_props_set(wp, "producer.queue.buffering.max.messages", "10");
     cf_props_set(wp, "offset.storage.partitions", "3");
-    cf_worker_opts o = {.plugins = test_plugins};
-    cf_worker *w = NULL;
+    cf_worker *w = start_worker_props(wp);
     cf_err err;
-    assert_cf_ok(cf_worker_new(wp, &o, &w, &err), &err);
-    cf_props_destroy(wp);
-    assert_cf_ok(cf_worker_start(w, &err), &err);
     add_kv(w, (const char *const[]){"name", "src", "connector.class", "test-source", "test.count", "120",
                                     "test.topic", "small", NULL});
     assert_cf_ok(cf_worker_run(w, true, &err), &err);
