@@ -52,7 +52,7 @@ typedef struct stream_task {
     cf_ulid_gen *gen;
     int64_t count;
     bool eof;
-    cf_value *pm; /* the offset key, shared by every record (made at the first) */
+    cf_value *pm; /* the offset key, made at start, shared by every record */
 } stream_task;
 
 static const char *const stream_types[] = {"stdin", "fifo", "tcp", NULL};
@@ -153,9 +153,8 @@ static cf_code stream_start(const cf_config *cfg, cf_source_ctx *ctx, void **tas
     const char *path = cf_config_string(cfg, "stream.path");
     t->path = path ? cf_xstrdup(path) : NULL;
     /* continue after the stored ULID */
-    cf_value *pm = partition_map(t);
-    cf_value *stored = cf_source_ctx_offset(ctx, pm);
-    cf_value_destroy(pm);
+    t->pm = partition_map(t);
+    cf_value *stored = cf_source_ctx_offset(ctx, t->pm);
     const cf_value *u = cf_value_map_get_str(stored, "ulid");
     const cf_value *c = cf_value_map_get_str(stored, "recordCount");
     if (u && u->type == CF_STRING) {
@@ -213,7 +212,6 @@ static cf_code emit_line(stream_task *t, const char *line, size_t len, cf_record
     cf_value_map_put(off, cf_value_string("ulid"), cf_value_string(text));
     cf_value_map_put(off, cf_value_string("recordCount"), cf_value_int64(t->count));
     /* one offset key for the whole stream: a shared value, not a map per record */
-    if (!t->pm) t->pm = partition_map(t);
     cf_record_set_source(r, cf_value_ref(t->pm), off);
     out[(*n)++] = r;
     return CF_OK;
