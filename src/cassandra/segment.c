@@ -788,6 +788,8 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
                 cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
                 return CF_ERR_CORRUPT;
             }
+            /* not reached while crc_ahead accepts exactly what passes the
+             * checks above; kept so that this function stays right alone */
             crc = crc_update_s(s, crc, p + 8, size);
         }
         uint32_t stored = be32(p + 8 + size);
