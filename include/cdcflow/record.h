@@ -99,6 +99,9 @@ typedef struct cf_record {
     /* A short topic's copy: one allocation less for every record (a record
      * is built and freed per message). Records are never copied by value. */
     char topic_buf[CF_RECORD_TOPIC_INLINE];
+    /* Private: the memory of a value this record shell held before it went
+     * back to a cf_record_pool, for cf_record_set_value_bytes/_string. */
+    cf_value *spare;
 } cf_record;
 
 cf_record *cf_record_new(void);
@@ -116,6 +119,30 @@ void cf_record_remove_headers(cf_record *r, const char *key);
  * cf_value_ref(part), off) (see cf_value_ref; the worker then also finds it
  * equal to the previous record's without comparing). */
 void cf_record_set_source(cf_record *r, cf_value *source_partition, cf_value *source_offset);
+/* Set the value to a copy of len bytes at p (BYTES / STRING; p NULL = the
+ * null value); takes the schema reference. A record from a pool reuses the
+ * memory of the value it held before when it is large enough. */
+void cf_record_set_value_bytes(cf_record *r, cf_schema *schema, const void *p, size_t len);
+void cf_record_set_value_string(cf_record *r, cf_schema *schema, const char *s, size_t len);
+
+/* ---------------- record pools ----------------
+ * A source task builds a record per message and the worker frees it once the
+ * message was handed to the transport, hundreds at a time: the allocator's
+ * slow path for every record and value. A pool keeps the shells (and the
+ * memory of small values) of the records given back and hands them out
+ * again. Not thread-safe: one pool per thread (the worker keeps one per
+ * source task; cf_source_ctx_record_new). Records from a pool are ordinary
+ * records: cf_record_destroy frees them wherever they end up. */
+typedef struct cf_record_pool cf_record_pool;
+cf_record_pool *cf_record_pool_new(size_t max); /* keeps at most max shells */
+void cf_record_pool_destroy(cf_record_pool *p); /* NULL-safe; frees what it keeps */
+/* A record as cf_record_new() makes it (NULL pool: cf_record_new()). */
+cf_record *cf_record_pool_get(cf_record_pool *p);
+/* Give r back (any record; NULL-safe): its contents are freed, the shell is
+ * kept while the pool has room and has ever handed out a record (a pool
+ * nobody draws from keeps nothing); else r is destroyed. */
+void cf_record_pool_put(cf_record_pool *p, cf_record *r);
+size_t cf_record_pool_size(const cf_record_pool *p); /* shells kept now */
 
 #ifdef __cplusplus
 }

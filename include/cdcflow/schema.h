@@ -148,7 +148,10 @@ struct cf_value {
     /* CF_VALUE_INLINE: the STRING/BYTES text, or a small MAP's key and
      * value slots, live in the same allocation as the value (one malloc
      * instead of two or three); STRUCT field slots always do. Never free or
-     * replace u.s.ptr, u.map.keys/vals or u.st.fields yourself. */
+     * replace u.s.ptr, u.map.keys/vals or u.st.fields yourself.
+     * CF_VALUE_EMBEDDED: the value lives in the memory of the map that holds
+     * it (cf_value_map_n); the map frees it, a reference to it is a copy.
+     * CF_VALUE_LITERAL: the STRING text is a string literal (never freed). */
     uint8_t flags;
     /* Owners besides the first (cf_value_ref; 0 = one owner). Changed
      * atomically: a shared value may be destroyed in several threads. */
@@ -177,6 +180,8 @@ struct cf_value {
 };
 
 #define CF_VALUE_INLINE 0x01
+#define CF_VALUE_EMBEDDED 0x02
+#define CF_VALUE_LITERAL 0x04
 
 cf_value *cf_value_int8(int8_t v);
 cf_value *cf_value_int16(int16_t v);
@@ -195,6 +200,17 @@ void cf_value_array_push(cf_value *arr, cf_value *item);  /* takes item */
 cf_value *cf_value_map(void);
 void cf_value_map_put(cf_value *map, cf_value *key, cf_value *val); /* takes both; appends */
 cf_value *cf_value_map_get_str(const cf_value *map, const char *key); /* string-keyed lookup */
+/* A map with room for n entries whose keys are string literals and whose
+ * values are scalars, all in the map's own allocation: a source offset such
+ * as {"position": 1234, "done": false} costs one malloc instead of one per
+ * key and value (sources build one per record). Fill it with the _lit puts
+ * below; any put works on any map, past the room entries are allocated. */
+cf_value *cf_value_map_n(size_t n);
+/* Append key -> value where key is a string literal or other text that
+ * outlives the map (not copied, not freed). */
+void cf_value_map_put_lit_long(cf_value *map, const char *key, int64_t x); /* INT64 */
+void cf_value_map_put_lit_bool(cf_value *map, const char *key, bool x);
+void cf_value_map_put_lit(cf_value *map, const char *key, cf_value *val); /* takes val */
 cf_value *cf_value_struct(cf_schema *schema); /* takes a reference to schema */
 /* Set a struct field by name (takes v; frees the old value). */
 cf_code cf_value_struct_set(cf_value *st, const char *field, cf_value *v, cf_err *err);

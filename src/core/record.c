@@ -3,6 +3,8 @@
  */
 #include "cdcflow/record.h"
 
+#include <malloc.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,8 +108,9 @@ static void topic_free(cf_record *r) {
     r->topic = NULL;
 }
 
-void cf_record_destroy(cf_record *r) {
-    if (!r) return;
+/* Free what r holds and make it as cf_record_new() made it, except the
+ * spare value memory, which the caller handles. */
+static void record_clear(cf_record *r) {
     topic_free(r);
     cf_schema_unref(r->key_schema);
     cf_value_destroy(r->key);
@@ -117,6 +120,17 @@ void cf_record_destroy(cf_record *r) {
     free(r->headers);
     cf_value_destroy(r->source_partition);
     cf_value_destroy(r->source_offset);
+    cf_value *spare = r->spare;
+    memset(r, 0, offsetof(cf_record, topic_buf));
+    r->partition = CF_PARTITION_ANY;
+    r->offset = CF_OFFSET_NONE;
+    r->spare = spare;
+}
+
+void cf_record_destroy(cf_record *r) {
+    if (!r) return;
+    record_clear(r);
+    free(r->spare);
     free(r);
 }
 
@@ -199,3 +213,95 @@ cf_record *cf_record_clone(const cf_record *r) {
     cf_record_set_source(c, cf_value_clone(r->source_partition), cf_value_clone(r->source_offset));
     return c;
 }
+
+/* ---------------- values set from bytes, record pools ---------------- */
+
+/* Spare value memory larger than this is freed, not kept: a pool keeps at
+ * most max * SPARE_MAX bytes of it. */
+#define SPARE_MAX 4096
+
+/* v if its memory may be reused for another text value: a STRING/BYTES of
+ * one allocation (CF_VALUE_INLINE only) with one owner. */
+static cf_value *reusable(cf_value *v) {
+    if (!v || (v->type != CF_STRING && v->type != CF_BYTES) || v->flags != CF_VALUE_INLINE || v->refs) return NULL;
+    return v;
+}
+
+static void set_text(cf_record *r, cf_schema *schema, cf_type t, const void *p, size_t len) {
+    cf_value *v = NULL;
+    if (p) {
+        /* the record's own value or its spare, whichever fits */
+        cf_value *cand[2] = {reusable(r->value), r->spare};
+        for (int i = 0; i < 2 && !v; i++)
+            if (cand[i] && malloc_usable_size(cand[i]) >= sizeof *v + len + 1) v = cand[i];
+        if (v) {
+            if (v == r->value) r->value = NULL;
+            else r->spare = NULL;
+            v->type = t;
+            v->u.s.ptr = (char *)(v + 1);
+            memcpy(v->u.s.ptr, p, len);
+            v->u.s.ptr[len] = '\0';
+            v->u.s.len = len;
+        } else {
+            v = t == CF_BYTES ? cf_value_bytes(p, len) : cf_value_string_n(p, len);
+        }
+    }
+    cf_record_set_value(r, schema, v);
+}
+
+void cf_record_set_value_bytes(cf_record *r, cf_schema *schema, const void *p, size_t len) {
+    set_text(r, schema, CF_BYTES, p, len);
+}
+
+void cf_record_set_value_string(cf_record *r, cf_schema *schema, const char *s, size_t len) {
+    set_text(r, schema, CF_STRING, s, len);
+}
+
+struct cf_record_pool {
+    cf_record **shells;
+    size_t n, max;
+    bool drawn; /* a record was ever handed out */
+};
+
+cf_record_pool *cf_record_pool_new(size_t max) {
+    cf_record_pool *p = cf_xcalloc(1, sizeof *p);
+    p->max = max;
+    p->shells = cf_xmalloc((max ? max : 1) * sizeof *p->shells);
+    return p;
+}
+
+void cf_record_pool_destroy(cf_record_pool *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->n; i++) cf_record_destroy(p->shells[i]);
+    free(p->shells);
+    free(p);
+}
+
+cf_record *cf_record_pool_get(cf_record_pool *p) {
+    if (!p) return cf_record_new();
+    p->drawn = true;
+    return p->n ? p->shells[--p->n] : cf_record_new();
+}
+
+void cf_record_pool_put(cf_record_pool *p, cf_record *r) {
+    if (!r) return;
+    if (!p || !p->drawn || p->n == p->max) {
+        cf_record_destroy(r);
+        return;
+    }
+    /* keep the value's memory as the spare (the larger one if both) */
+    cf_value *v = reusable(r->value);
+    if (v && malloc_usable_size(v) <= SPARE_MAX) {
+        r->value = NULL;
+        if (r->spare && malloc_usable_size(r->spare) >= malloc_usable_size(v)) {
+            free(v);
+        } else {
+            free(r->spare);
+            r->spare = v;
+        }
+    }
+    record_clear(r);
+    p->shells[p->n++] = r;
+}
+
+size_t cf_record_pool_size(const cf_record_pool *p) { return p ? p->n : 0; }

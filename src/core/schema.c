@@ -351,6 +351,82 @@ void cf_value_map_put(cf_value *map, cf_value *key, cf_value *val) {
     map->u.map.len++;
 }
 
+/* A map of cf_value_map_n: the map, then its key and value slots, then
+ * room for `room` entries' keys and values as values of their own
+ * (CF_VALUE_EMBEDDED, freed with the map). */
+typedef struct slot_map {
+    cf_value v; /* first: a slot_map is a cf_value */
+    uint32_t room, used;
+} slot_map;
+#define VALUE_SLOTS 0x80 /* a slot_map (internal flag) */
+
+cf_value *cf_value_map_n(size_t n) {
+    size_t ptrs = n ? n : 1;
+    slot_map *m = cf_xmalloc(sizeof *m + 2 * ptrs * sizeof(cf_value *) + 2 * n * sizeof(cf_value));
+    memset(m, 0, sizeof *m);
+    m->room = (uint32_t)n;
+    cf_value *v = &m->v;
+    v->type = CF_MAP;
+    v->flags = CF_VALUE_INLINE | VALUE_SLOTS;
+    v->u.map.keys = (cf_value **)(m + 1);
+    v->u.map.vals = v->u.map.keys + ptrs;
+    v->u.map.cap = ptrs;
+    return v;
+}
+
+/* The next free entry's key and value slots of a slot map, or false. */
+static bool take_slots(cf_value *map, cf_value **k, cf_value **val) {
+    if (!(map->flags & VALUE_SLOTS)) return false;
+    slot_map *m = (slot_map *)map;
+    if (m->used == m->room) return false;
+    /* the slots follow the inline key/value pointers (room of each) */
+    cf_value *slots = (cf_value *)((cf_value **)(m + 1) + 2 * (m->room ? m->room : 1));
+    *k = &slots[2 * m->used];
+    *val = &slots[2 * m->used + 1];
+    m->used++;
+    memset(*k, 0, 2 * sizeof(cf_value));
+    return true;
+}
+
+static void put_lit_scalar(cf_value *map, const char *key, cf_value x) {
+    cf_value *k, *val;
+    if (!take_slots(map, &k, &val)) {
+        cf_value *c = value_new(x.type);
+        c->u = x.u;
+        cf_value_map_put(map, cf_value_string(key), c);
+        return;
+    }
+    k->type = CF_STRING;
+    k->flags = CF_VALUE_EMBEDDED | CF_VALUE_LITERAL;
+    k->u.s.ptr = (char *)key; /* never written through: LITERAL */
+    k->u.s.len = strlen(key);
+    val->type = x.type;
+    val->flags = CF_VALUE_EMBEDDED;
+    val->u = x.u;
+    cf_value_map_put(map, k, val);
+}
+
+void cf_value_map_put_lit_long(cf_value *map, const char *key, int64_t x) {
+    put_lit_scalar(map, key, (cf_value){.type = CF_INT64, .u.i = x});
+}
+
+void cf_value_map_put_lit_bool(cf_value *map, const char *key, bool x) {
+    put_lit_scalar(map, key, (cf_value){.type = CF_BOOLEAN, .u.b = x});
+}
+
+void cf_value_map_put_lit(cf_value *map, const char *key, cf_value *val) {
+    cf_value *k, *unused;
+    if (!take_slots(map, &k, &unused)) {
+        cf_value_map_put(map, cf_value_string(key), val);
+        return;
+    }
+    k->type = CF_STRING;
+    k->flags = CF_VALUE_EMBEDDED | CF_VALUE_LITERAL;
+    k->u.s.ptr = (char *)key;
+    k->u.s.len = strlen(key);
+    cf_value_map_put(map, k, val);
+}
+
 cf_value *cf_value_map_get_str(const cf_value *map, const char *key) {
     if (!map || map->type != CF_MAP) return NULL;
     for (size_t i = map->u.map.len; i-- > 0;) { /* last put wins */
@@ -396,6 +472,7 @@ cf_value *cf_value_struct_get(const cf_value *st, const char *field) {
 
 cf_value *cf_value_ref(cf_value *v) {
     if (!v) return NULL;
+    if (v->flags & CF_VALUE_EMBEDDED) return cf_value_clone(v); /* its memory is its map's */
     _Atomic uint16_t *refs = (_Atomic uint16_t *)&v->refs;
     uint16_t r = atomic_load_explicit(refs, memory_order_relaxed);
     do {
@@ -406,7 +483,7 @@ cf_value *cf_value_ref(cf_value *v) {
 }
 
 void cf_value_destroy(cf_value *v) {
-    if (!v) return;
+    if (!v || (v->flags & CF_VALUE_EMBEDDED)) return; /* its map frees it */
     /* shared: drop one owner unless we are the last (a plain decrement
      * could not tell the last one from a race between two) */
     _Atomic uint16_t *refs = (_Atomic uint16_t *)&v->refs;
@@ -418,7 +495,7 @@ void cf_value_destroy(cf_value *v) {
     switch (v->type) {
     case CF_STRING:
     case CF_BYTES:
-        if (!(v->flags & CF_VALUE_INLINE)) free(v->u.s.ptr);
+        if (!(v->flags & (CF_VALUE_INLINE | CF_VALUE_LITERAL))) free(v->u.s.ptr);
         break;
     case CF_ARRAY:
         for (size_t i = 0; i < v->u.arr.len; i++) cf_value_destroy(v->u.arr.items[i]);

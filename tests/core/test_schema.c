@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -285,6 +286,145 @@ static void test_value_ref(void **state) {
     cf_value_destroy(full);
 }
 
+/* A small map built in one allocation (cf_value_map_n: literal keys and
+ * scalar values in the map's own memory) equals the same map built value by
+ * value, in every operation that reads, copies, shares or compares it; puts
+ * past its room fall back to allocated entries; ASan checks that nothing is
+ * freed twice or leaked (the embedded entries are freed with the map). */
+static void test_value_map_n(void **state) {
+    (void)state;
+    cf_value *old = cf_value_map();
+    cf_value_map_put(old, cf_value_string("recordCount"), cf_value_int64(3));
+    cf_value_map_put(old, cf_value_string("position"), cf_value_int64(-1234567890123));
+    cf_value_map_put(old, cf_value_string("done"), cf_value_bool(true));
+    cf_value_map_put(old, cf_value_string("etag"), cf_value_string("\"abc\""));
+    cf_value_map_put(old, cf_value_string("extra"), cf_value_int64(INT64_MIN));
+    cf_value *m = cf_value_map_n(3); /* room for 3: the 4th and 5th entries are allocated */
+    cf_value_map_put_lit_long(m, "recordCount", 3);
+    cf_value_map_put_lit_long(m, "position", -1234567890123);
+    cf_value_map_put_lit_bool(m, "done", true);
+    cf_value_map_put_lit(m, "etag", cf_value_string("\"abc\""));
+    cf_value_map_put_lit_long(m, "extra", INT64_MIN);
+    assert_int_equal(m->type, CF_MAP);
+    assert_int_equal(m->u.map.len, 5);
+    assert_true(cf_value_equal(m, old));
+    assert_true(cf_value_equal(old, m));
+    assert_int_equal(cf_value_map_get_str(m, "position")->type, CF_INT64);
+    assert_int_equal(cf_value_map_get_str(m, "position")->u.i, -1234567890123);
+    assert_string_equal(cf_value_map_get_str(m, "etag")->u.s.ptr, "\"abc\"");
+    assert_true(cf_value_map_get_str(m, "done")->u.b);
+    /* a copy is an ordinary map of its own */
+    cf_value *c = cf_value_clone(m);
+    assert_true(cf_value_equal(c, old));
+    cf_value_destroy(c);
+    /* a reference to an entry is a copy (the entry lives in the map's memory) */
+    cf_value *e = cf_value_ref(cf_value_map_get_str(m, "recordCount"));
+    cf_value *k = cf_value_ref(m->u.map.keys[0]);
+    cf_value *shared = cf_value_ref(m);
+    assert_ptr_equal(shared, m);
+    cf_value_destroy(m); /* one owner less: still there */
+    cf_value_map_put_lit_long(old, "position", 5); /* an ordinary map takes literal puts too */
+    assert_int_equal(cf_value_map_get_str(old, "position")->u.i, 5);
+    assert_int_equal(e->u.i, 3);
+    assert_string_equal(k->u.s.ptr, "recordCount");
+    cf_value_destroy(shared); /* the last owner: frees the map and its entries */
+    assert_int_equal(e->u.i, 3);
+    assert_string_equal(k->u.s.ptr, "recordCount");
+    cf_value_destroy(e);
+    cf_value_destroy(k);
+    cf_value_destroy(old);
+    /* an empty one, and one grown far past its room */
+    cf_value *z = cf_value_map_n(0);
+    cf_value_destroy(z);
+    cf_value *g = cf_value_map_n(2);
+    char key[32];
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        if (i % 2) cf_value_map_put_lit_long(g, "lit", i);
+        else cf_value_map_put(g, cf_value_string(key), cf_value_int64(i));
+    }
+    assert_int_equal(g->u.map.len, 40);
+    assert_int_equal(cf_value_map_get_str(g, "lit")->u.i, 39);
+    assert_int_equal(cf_value_map_get_str(g, "k38")->u.i, 38);
+    cf_value_destroy(g);
+}
+
+/* Records drawn from a pool and given back are as new (every field of
+ * cf_record_new's), whatever the record held; a value set with
+ * cf_record_set_value_bytes reuses the memory of the value the shell had. A
+ * NULL pool is plain cf_record_new / cf_record_destroy; a pool that never
+ * handed out a record keeps nothing (a source that does not use it pays no
+ * memory). */
+static void test_record_pool(void **state) {
+    (void)state;
+    cf_record_pool *p = cf_record_pool_new(4);
+    cf_record *r = cf_record_pool_get(p);
+    cf_record_set_topic(r, "a-topic");
+    r->partition = 3;
+    r->timestamp = 99;
+    r->ts_type = CF_TS_CREATE;
+    cf_record_set_key(r, cf_schema_primitive(CF_STRING, true), cf_value_string("k"));
+    cf_record_set_value_bytes(r, cf_schema_primitive(CF_BYTES, false), "0123456789", 10);
+    assert_int_equal(r->value->type, CF_BYTES);
+    assert_int_equal(r->value->u.s.len, 10);
+    assert_memory_equal(r->value->u.s.ptr, "0123456789", 11); /* NUL-terminated */
+    cf_record_add_header(r, "h", NULL, cf_value_string("x"));
+    cf_value *off = cf_value_map_n(1);
+    cf_value_map_put_lit_long(off, "seq", 1);
+    cf_record_set_source(r, cf_value_string("p"), off);
+    const cf_value *old_value = r->value;
+    cf_record_pool_put(p, r);
+    cf_record *r2 = cf_record_pool_get(p);
+    assert_ptr_equal(r2, r); /* the same shell */
+    cf_record *fresh = cf_record_new();
+    assert_null(r2->topic);
+    assert_int_equal(r2->partition, fresh->partition);
+    assert_int_equal(r2->offset, fresh->offset);
+    assert_int_equal(r2->timestamp, 0);
+    assert_int_equal(r2->ts_type, CF_TS_NONE);
+    assert_null(r2->key), assert_null(r2->key_schema), assert_null(r2->value), assert_null(r2->value_schema);
+    assert_int_equal(r2->n_headers, 0);
+    assert_null(r2->source_partition), assert_null(r2->source_offset);
+    cf_record_destroy(fresh);
+    cf_record_set_value_bytes(r2, NULL, "abc", 3); /* fits: the old value's memory */
+    assert_ptr_equal(r2->value, old_value);
+    assert_string_equal(r2->value->u.s.ptr, "abc");
+    cf_record_set_value_string(r2, NULL, "a longer text than the ten bytes before, to need more room", 59);
+    assert_int_equal(r2->value->type, CF_STRING);
+    assert_string_equal(r2->value->u.s.ptr, "a longer text than the ten bytes before, to need more room");
+    cf_record_set_value_bytes(r2, NULL, NULL, 0); /* the null value */
+    assert_null(r2->value);
+    /* a shared value is never reused: its other owner still reads it */
+    cf_value *sv = cf_value_bytes("shared", 6);
+    cf_record_set_value(r2, NULL, cf_value_ref(sv));
+    cf_record_pool_put(p, r2);
+    r2 = cf_record_pool_get(p);
+    cf_record_set_value_bytes(r2, NULL, "zz", 2);
+    assert_ptr_not_equal(r2->value, sv);
+    assert_string_equal(sv->u.s.ptr, "shared");
+    cf_value_destroy(sv);
+    /* more given back than the pool keeps: the rest is freed (ASan: no leak) */
+    cf_record *many[10];
+    for (int i = 0; i < 10; i++) {
+        many[i] = cf_record_pool_get(p);
+        cf_record_set_value_bytes(many[i], NULL, "v", 1);
+    }
+    for (int i = 0; i < 10; i++) cf_record_pool_put(p, many[i]);
+    cf_record_pool_put(p, r2);
+    cf_record_pool_put(p, NULL);
+    cf_record_pool_destroy(p);
+    /* no pool */
+    cf_record *n = cf_record_pool_get(NULL);
+    cf_record_set_value_bytes(n, NULL, "x", 1);
+    cf_record_pool_put(NULL, n);
+    /* a pool that never handed out a record keeps none */
+    cf_record_pool *q = cf_record_pool_new(4);
+    cf_record *o = cf_record_new();
+    cf_record_pool_put(q, o);
+    assert_int_equal(cf_record_pool_size(q), 0);
+    cf_record_pool_destroy(q);
+}
+
 static void test_buf_arena(void **state) {
     (void)state;
     cf_buf b = CF_BUF_INIT;
@@ -310,6 +450,7 @@ int main(void) {
         cmocka_unit_test(test_logical_names),         cmocka_unit_test(test_decimal_text),
         cmocka_unit_test(test_record_and_msg),        cmocka_unit_test(test_buf_arena),
         cmocka_unit_test(test_record_topic),          cmocka_unit_test(test_value_ref),
+        cmocka_unit_test(test_value_map_n),           cmocka_unit_test(test_record_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
