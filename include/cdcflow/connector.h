@@ -86,6 +86,12 @@ typedef struct cf_connector_plugin {
  * or NULL if none. Returned value is a new copy the caller destroys. */
 cf_value *cf_source_ctx_offset(cf_source_ctx *ctx, const cf_value *source_partition);
 const char *cf_source_ctx_connector_name(const cf_source_ctx *ctx);
+/* A new record for poll to fill and return: cf_record_new()'s, but drawn from
+ * the shells of records the worker was done with (with the memory of their
+ * values: cf_record_set_value_bytes/_string reuse it), which spares the
+ * allocator two slow paths per record. Call it in the task's thread only
+ * (start, poll, stop). */
+cf_record *cf_source_ctx_record_new(cf_source_ctx *ctx);
 int cf_source_ctx_task_id(const cf_source_ctx *ctx);
 int cf_source_ctx_task_count(const cf_source_ctx *ctx);
 /* Report a bad input unit (e.g. an unparsable line); applies errors.tolerance

@@ -129,6 +129,9 @@ typedef struct conn conn;
 
 struct cf_source_ctx {
     task *t;
+    /* record shells the task thread made and was done with
+     * (cf_source_ctx_record_new); set while the task thread runs */
+    cf_record_pool *pool;
 };
 struct cf_sink_ctx {
     task *t;
@@ -432,6 +435,7 @@ cf_value *cf_source_ctx_offset(cf_source_ctx *ctx, const cf_value *source_partit
     return cf_offset_store_get(ctx->t->c->w->offsets, ctx->t->c->name, source_partition);
 }
 const char *cf_source_ctx_connector_name(const cf_source_ctx *ctx) { return ctx->t->c->name; }
+cf_record *cf_source_ctx_record_new(cf_source_ctx *ctx) { return cf_record_pool_get(ctx->pool); }
 int cf_source_ctx_task_id(const cf_source_ctx *ctx) { return ctx->t->id; }
 int cf_source_ctx_task_count(const cf_source_ctx *ctx) { return ctx->t->c->ntasks; }
 bool cf_source_ctx_stopping(const cf_source_ctx *ctx) { return atomic_load(&ctx->t->stop); }
@@ -1032,7 +1036,7 @@ static cf_code src_send_batch(srcstate *s, cf_err *err) {
     }
     if (rc == CF_ERR_AGAIN) /* stopping: these records are polled again next run */
         for (size_t i = done; i < s->bn; i++) cf_ack_done(a, false);
-    for (size_t i = 0; i < s->bn; i++) cf_record_destroy(s->brec[i]);
+    for (size_t i = 0; i < s->bn; i++) cf_record_pool_put(t->sctx.pool, s->brec[i]);
     s->bn = 0;
     cf_arena_reset(s->barena);
     if (rc == CF_ERR_AGAIN) return CF_OK;
@@ -1068,7 +1072,7 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     if (!r) return CF_OK; /* filtered out: counts as done */
     if (w->mode == MODE_DIRECT && !w->has_file_out) {
         cf_code rc = direct_send(t, r, a, err);
-        cf_record_destroy(r);
+        cf_record_pool_put(t->sctx.pool, r);
         return rc;
     }
     /* the message borrows the record's topic and the converters' bytes
@@ -1081,7 +1085,7 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     size_t len = 0;
     if (cf_converter_from_connect_view(t->kconv, r->topic, r->key_schema, r->key, &data, &len, &pe)) {
         cf_code rc = report_error(t, CF_STAGE_KEY_CONVERTER, conv_class(t->kconv), NULL, r, &pe, err);
-        msg_release(m), cf_record_destroy(r);
+        msg_release(m), cf_record_pool_put(t->sctx.pool, r);
         return rc;
     }
     m->key = (char *)data; /* not freed: msg_release */
@@ -1089,7 +1093,7 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     data = NULL;
     if (cf_converter_from_connect_view(t->vconv, r->topic, r->value_schema, r->value, &data, &len, &pe)) {
         cf_code rc = report_error(t, CF_STAGE_VALUE_CONVERTER, conv_class(t->vconv), NULL, r, &pe, err);
-        msg_release(m), cf_record_destroy(r);
+        msg_release(m), cf_record_pool_put(t->sctx.pool, r);
         return rc;
     }
     m->value = (char *)data;
@@ -1104,7 +1108,7 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     }
     cf_code rc = src_send_batch(s, err); /* what came before goes first */
     if (rc) {
-        cf_record_destroy(r);
+        cf_record_pool_put(t->sctx.pool, r);
         return rc;
     }
     headers_to_msg(r, m);
@@ -1116,7 +1120,7 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
         src_backoff(s, &backoff, &step);
     }
     msg_release(m);
-    cf_record_destroy(r);
+    cf_record_pool_put(t->sctx.pool, r);
     if (rc) {
         cf_ack_done(a, false);
         if (rc == CF_ERR_AGAIN) return CF_OK; /* stopping: the record is re-polled next run */
@@ -1159,6 +1163,8 @@ static void *source_main(void *arg) {
         s.brec = cf_xcalloc(SOURCE_BATCH, sizeof *s.brec);
         s.barena = cf_arena_new(0);
     }
+    /* a poll batch's worth: every record of a batch comes back before the next poll */
+    t->sctx.pool = cf_record_pool_new(SOURCE_BATCH);
     if (c->plugin->u.source.start(c->cfg, &t->sctx, &s.plugin_task, &err)) {
         task_fail(t, &err);
         goto out;
@@ -1204,7 +1210,7 @@ static void *source_main(void *arg) {
         if (n) src_group_open(&s);
         for (size_t i = 0; i < n; i++) {
             if (!failed && src_handle(&s, recs[i], &err)) failed = true;
-            else if (failed) cf_record_destroy(recs[i]);
+            else if (failed) cf_record_pool_put(t->sctx.pool, recs[i]);
         }
         if (src_send_batch(&s, failed ? NULL : &err)) failed = true;
         atomic_fetch_add(&t->m.records_in, n);
@@ -1306,6 +1312,8 @@ out:
     free(s.bmsg);
     free(s.brec);
     cf_arena_destroy(s.barena);
+    cf_record_pool_destroy(t->sctx.pool);
+    t->sctx.pool = NULL;
     task_teardown(t);
     return NULL;
 }
