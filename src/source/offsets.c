@@ -12,17 +12,16 @@
 #include "cdcflow/buf.h"
 #include "cdcflow/source.h"
 
-static void put_long(cf_value *m, const char *k, int64_t v) { cf_value_map_put(m, cf_value_string(k), cf_value_int64(v)); }
-
+/* One per record: one allocation (literal keys, values in the map). */
 cf_value *cf_offset_entry_to_map(const cf_offset_entry *e) {
-    cf_value *m = cf_value_map();
-    put_long(m, "recordCount", e->record_count);
-    put_long(m, "position", e->position);
-    put_long(m, "line", e->line);
-    put_long(m, "size", e->size);
-    put_long(m, "mtime", e->mtime_ms);
-    if (e->etag[0]) cf_value_map_put(m, cf_value_string("etag"), cf_value_string(e->etag));
-    cf_value_map_put(m, cf_value_string("done"), cf_value_bool(e->done));
+    cf_value *m = cf_value_map_n(7);
+    cf_value_map_put_lit_long(m, "recordCount", e->record_count);
+    cf_value_map_put_lit_long(m, "position", e->position);
+    cf_value_map_put_lit_long(m, "line", e->line);
+    cf_value_map_put_lit_long(m, "size", e->size);
+    cf_value_map_put_lit_long(m, "mtime", e->mtime_ms);
+    if (e->etag[0]) cf_value_map_put_lit(m, "etag", cf_value_string(e->etag));
+    cf_value_map_put_lit_bool(m, "done", e->done);
     return m;
 }
 

@@ -143,6 +143,9 @@ struct cf_source_task {
     /* the source partition of the object being read (poller thread only):
      * one shared value for all its records instead of a new map each */
     char *pm_key;
+    /* the key of the records of the object being read (its name): one
+     * shared value, not a string per record */
+    cf_value *kval;
     cf_value *pm;
 };
 
@@ -199,7 +202,11 @@ static cf_record *make_record(cf_source_task *t, const cf_native_info *info, con
     }
     cf_record_set_topic(r, t->topic ? t->topic : m->topic);
     r->partition = m->has_partition ? m->partition : CF_PARTITION_ANY;
-    cf_record_set_key(r, cf_schema_primitive(CF_STRING, true), cf_value_string(info->key));
+    if (!t->kval || strcmp(t->kval->u.s.ptr, info->key) != 0) {
+        cf_value_destroy(t->kval);
+        t->kval = cf_value_string(info->key);
+    }
+    cf_record_set_key(r, cf_schema_primitive(CF_STRING, true), cf_value_ref(t->kval));
     return r;
 }
 
@@ -625,6 +632,7 @@ void cf_source_task_stop(void *task) {
     seen_free(&t->seen);
     cf_value_destroy(t->pm);
     free(t->pm_key);
+    cf_value_destroy(t->kval);
     free(t->topic);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->not_empty);

@@ -203,14 +203,15 @@ static cf_code emit_line(stream_task *t, const char *line, size_t len, cf_record
     if (rc) return rc;
     char text[CF_ULID_TEXT_LEN + 1];
     cf_ulid_encode(&id, text);
-    cf_record *r = cf_record_new();
+    cf_record *r = cf_source_ctx_record_new(t->ctx);
     cf_record_set_topic(r, t->topic);
-    cf_record_set_key(r, cf_schema_primitive(CF_STRING, false), cf_value_string(text));
-    cf_record_set_value(r, cf_schema_primitive(CF_STRING, true), cf_value_string_n(line, len));
+    cf_value *key = cf_value_string(text); /* also the offset's "ulid": one value, two owners */
+    cf_record_set_key(r, cf_schema_primitive(CF_STRING, false), key);
+    cf_record_set_value_string(r, cf_schema_primitive(CF_STRING, true), line, len);
     t->count++;
-    cf_value *off = cf_value_map();
-    cf_value_map_put(off, cf_value_string("ulid"), cf_value_string(text));
-    cf_value_map_put(off, cf_value_string("recordCount"), cf_value_int64(t->count));
+    cf_value *off = cf_value_map_n(2);
+    cf_value_map_put_lit(off, "ulid", cf_value_ref(key));
+    cf_value_map_put_lit_long(off, "recordCount", t->count);
     /* one offset key for the whole stream: a shared value, not a map per record */
     cf_record_set_source(r, cf_value_ref(t->pm), off);
     out[(*n)++] = r;
