@@ -14,9 +14,11 @@
  * The source plugin ("bench-source", defined here and handed to the worker
  * through cf_worker_opts.plugins) emits records as fast as the worker polls:
  * null key, 100-byte bytes value, source partition {"bench":"<connector>"},
- * offset {"seq": i}, as a real source builds them: the partition, which
- * every record repeats, and the offset's key string are shared values
- * (cf_value_ref), the offset map and its number are new per record; after
+ * offset {"seq": i}, as a real source builds them: the record from the
+ * task's pool (cf_source_ctx_record_new) with its value copied in
+ * (cf_record_set_value_bytes), the partition, which every record repeats, a
+ * shared value (cf_value_ref), the offset map new per record (one
+ * allocation: cf_value_map_n with a literal key); after
  * N records poll returns CF_ERR_EOF (a bounded
  * input), so cf_worker_run returns once every record was acknowledged by
  * Kafka, its offset stored and the offsets written to the offsets topic
@@ -71,7 +73,8 @@ typedef struct bench_task {
     long next, count;
     char topic[128];
     cf_schema *vschema;
-    cf_value *part, *seq_key; /* shared by every record */
+    cf_value *part; /* shared by every record */
+    cf_source_ctx *ctx;
 } bench_task;
 
 static cf_code bench_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
@@ -82,7 +85,7 @@ static cf_code bench_start(const cf_config *cfg, cf_source_ctx *ctx, void **task
     t->vschema = cf_schema_primitive(CF_BYTES, false);
     t->part = cf_value_map();
     cf_value_map_put(t->part, cf_value_string("bench"), cf_value_string(cf_source_ctx_connector_name(ctx)));
-    t->seq_key = cf_value_string("seq");
+    t->ctx = ctx;
     *task = t;
     return CF_OK;
 }
@@ -93,11 +96,11 @@ static cf_code bench_poll(void *task, cf_record **out, size_t max, size_t *n, cf
     if (t->next == 0 && t_first_poll == 0) t_first_poll = now_s();
     *n = 0;
     while (*n < max && t->next < t->count) {
-        cf_record *r = cf_record_new();
+        cf_record *r = cf_source_ctx_record_new(t->ctx);
         cf_record_set_topic(r, t->topic);
-        cf_record_set_value(r, cf_schema_ref(t->vschema), cf_value_bytes(payload, VALUE_LEN));
-        cf_value *off = cf_value_map();
-        cf_value_map_put(off, cf_value_ref(t->seq_key), cf_value_int64(t->next));
+        cf_record_set_value_bytes(r, cf_schema_ref(t->vschema), payload, VALUE_LEN);
+        cf_value *off = cf_value_map_n(1);
+        cf_value_map_put_lit_long(off, "seq", t->next);
         cf_record_set_source(r, cf_value_ref(t->part), off);
         out[(*n)++] = r;
         t->next++;
@@ -109,7 +112,6 @@ static void bench_stop(void *task) {
     bench_task *t = task;
     cf_schema_unref(t->vschema);
     cf_value_destroy(t->part);
-    cf_value_destroy(t->seq_key);
     free(t);
 }
 
