@@ -151,6 +151,9 @@ cf_sr_client *cf_avro_converter_client(cf_avro_converter *c);
  * Errors name the topic in err.where. */
 cf_code cf_avro_converter_from_connect(cf_avro_converter *c, const char *topic, const cf_schema *schema,
                                        const cf_value *value, char **data, size_t *len, cf_err *err);
+/* from_connect appending to b (not emptied first); *is_null = true for a null value. */
+cf_code cf_avro_converter_write(cf_avro_converter *c, const char *topic, const cf_schema *schema,
+                                const cf_value *value, cf_buf *b, bool *is_null, cf_err *err);
 cf_code cf_avro_converter_to_connect(cf_avro_converter *c, const char *topic, const char *data, size_t len,
                                      cf_schema **schema, cf_value **value, cf_err *err);
 

@@ -23,6 +23,7 @@
 #include <stddef.h>
 
 #include "cdcflow/config.h"
+#include "cdcflow/buf.h"
 #include "cdcflow/error.h"
 #include "cdcflow/props.h"
 #include "cdcflow/schema.h"
@@ -49,6 +50,11 @@ typedef struct cf_converter_plugin {
      * False (also for anything invalid) lets from_connect do the work. */
     bool (*from_connect_view)(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
                               const char **data, size_t *len);
+    /* Optional: from_connect writing into out (empty when called) instead of
+     * a new allocation; *is_null = true for null output. The view uses it
+     * with one buffer per converter: no allocation per record. */
+    cf_code (*from_connect_buf)(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
+                                cf_buf *out, bool *is_null, cf_err *err);
 } cf_converter_plugin;
 
 typedef struct cf_converter cf_converter;

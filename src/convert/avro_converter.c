@@ -245,10 +245,9 @@ static cf_code enc_resolve(cf_avro_converter *c, const char *topic, const cf_sch
     return CF_OK;
 }
 
-cf_code cf_avro_converter_from_connect(cf_avro_converter *c, const char *topic, const cf_schema *schema,
-                                       const cf_value *value, char **data, size_t *len, cf_err *err) {
-    *data = NULL;
-    *len = 0;
+cf_code cf_avro_converter_write(cf_avro_converter *c, const char *topic, const cf_schema *schema,
+                                const cf_value *value, cf_buf *b, bool *is_null, cf_err *err) {
+    *is_null = !value;
     if (!value) return CF_OK; /* tombstone / null key */
     if (!schema) {
         cf_err_set(err, CF_ERR_UNSUPPORTED, "the avro converter cannot write schemaless data");
@@ -263,15 +262,24 @@ cf_code cf_avro_converter_from_connect(cf_avro_converter *c, const char *topic, 
         where_topic(err, topic, -1);
         return rc;
     }
-    cf_buf b = CF_BUF_INIT;
-    cf_buf_reserve(&b, 256);
     uint8_t hdr[5] = {0, (uint8_t)((uint32_t)e->id >> 24), (uint8_t)((uint32_t)e->id >> 16),
                       (uint8_t)((uint32_t)e->id >> 8), (uint8_t)e->id};
-    cf_buf_append(&b, hdr, 5);
-    rc = cf_avro_codec_encode(e->codec, value, &b, err);
-    if (rc) {
+    cf_buf_append(b, hdr, 5);
+    rc = cf_avro_codec_encode(e->codec, value, b, err);
+    if (rc) where_topic(err, topic, e->id);
+    return rc;
+}
+
+cf_code cf_avro_converter_from_connect(cf_avro_converter *c, const char *topic, const cf_schema *schema,
+                                       const cf_value *value, char **data, size_t *len, cf_err *err) {
+    *data = NULL;
+    *len = 0;
+    cf_buf b = CF_BUF_INIT;
+    cf_buf_reserve(&b, 256);
+    bool is_null = false;
+    cf_code rc = cf_avro_converter_write(c, topic, schema, value, &b, &is_null, err);
+    if (rc || is_null) {
         cf_buf_free(&b);
-        where_topic(err, topic, e->id);
         return rc;
     }
     *data = cf_buf_detach(&b, len);

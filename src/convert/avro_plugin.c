@@ -112,6 +112,11 @@ static cf_code avro_from_connect(void *state, const char *topic, const cf_schema
     return cf_avro_converter_from_connect(state, topic, schema, value, data, len, err);
 }
 
+static cf_code avro_from_connect_buf(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
+                                     cf_buf *out, bool *is_null, cf_err *err) {
+    return cf_avro_converter_write(state, topic, schema, value, out, is_null, err);
+}
+
 static cf_code avro_to_connect(void *state, const char *topic, const char *data, size_t len, cf_schema **schema,
                                cf_value **value, cf_err *err) {
     return cf_avro_converter_to_connect(state, topic, data, len, schema, value, err);
@@ -129,4 +134,5 @@ const cf_converter_plugin cf_avro_converter_plugin = {
     .from_connect = avro_from_connect,
     .to_connect = avro_to_connect,
     .destroy = avro_destroy,
+    .from_connect_buf = avro_from_connect_buf,
 };

@@ -20,6 +20,7 @@ struct cf_converter {
     void *state;
     cf_config *cfg;
     char *held; /* the last output of cf_converter_from_connect_view, when it had to be made */
+    cf_buf vbuf; /* ... or written by from_connect_buf (kept: no allocation per record) */
 };
 
 const cf_converter_plugin *cf_converter_find(const char *name) {
@@ -82,6 +83,7 @@ void cf_converter_destroy(cf_converter *c) {
     c->plugin->destroy(c->state);
     cf_config_destroy(c->cfg);
     free(c->held);
+    cf_buf_free(&c->vbuf);
     free(c);
 }
 
@@ -102,6 +104,16 @@ cf_code cf_converter_from_connect_view(cf_converter *c, const char *topic, const
     c->held = NULL;
     if (c->plugin->from_connect_view && c->plugin->from_connect_view(c->state, topic, schema, value, data, len))
         return CF_OK;
+    if (c->plugin->from_connect_buf) {
+        cf_buf_reset(&c->vbuf);
+        cf_buf_reserve(&c->vbuf, 1); /* data non-NULL even for empty output */
+        bool is_null = false;
+        cf_code rc = c->plugin->from_connect_buf(c->state, topic, schema, value, &c->vbuf, &is_null, err);
+        if (rc || is_null) return rc;
+        *data = c->vbuf.data;
+        *len = c->vbuf.len;
+        return CF_OK;
+    }
     cf_code rc = c->plugin->from_connect(c->state, topic, schema, value, &c->held, len, err);
     *data = c->held;
     return rc;

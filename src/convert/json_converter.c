@@ -1079,15 +1079,13 @@ static cf_code fc_value(json_conv *jc, cf_buf *b, const cf_schema *s, const cf_v
     return cf_err_set(err, CF_ERR_INTERNAL, "unknown value type %d", (int)v->type);
 }
 
-static cf_code json_from_connect(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
-                                 char **data, size_t *len, cf_err *err) {
+/* The JSON text of schema + value appended to b (*is_null: a tombstone). */
+static cf_code json_from_connect_buf(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
+                                     cf_buf *b, bool *is_null, cf_err *err) {
     (void)topic;
     json_conv *jc = state;
-    *data = NULL;
-    *len = 0;
-    if (!schema && !value) return CF_OK; /* tombstone */
-    cf_buf *b = &jc->out;
-    cf_buf_reset(b);
+    *is_null = !schema && !value;
+    if (*is_null) return CF_OK; /* tombstone */
     cf_code rc;
     if (jc->schemas_enable) {
         cf_buf_append_str(b, "{\"schema\":");
@@ -1105,8 +1103,20 @@ static cf_code json_from_connect(void *state, const char *topic, const cf_schema
     } else if ((rc = fc_value(jc, b, schema, value, err))) {
         return rc;
     }
-    *data = cf_xmemdup(b->data, b->len + 1);
-    *len = b->len;
+    return CF_OK;
+}
+
+static cf_code json_from_connect(void *state, const char *topic, const cf_schema *schema, const cf_value *value,
+                                 char **data, size_t *len, cf_err *err) {
+    json_conv *jc = state;
+    *data = NULL;
+    *len = 0;
+    cf_buf_reset(&jc->out);
+    bool is_null = false;
+    cf_code rc = json_from_connect_buf(state, topic, schema, value, &jc->out, &is_null, err);
+    if (rc || is_null) return rc;
+    *data = cf_xmemdup(jc->out.data, jc->out.len + 1);
+    *len = jc->out.len;
     return CF_OK;
 }
 
@@ -1120,4 +1130,5 @@ const cf_converter_plugin cf_json_converter_plugin = {
     .from_connect = json_from_connect,
     .to_connect = json_to_connect,
     .destroy = json_destroy,
+    .from_connect_buf = json_from_connect_buf,
 };

@@ -83,6 +83,15 @@ static void test_decode_wire_format_from_cache(void **state) {
     assert_null(data);
     /* schemaless is refused */
     assert_int_equal(cf_avro_converter_from_connect(conv, "people", NULL, kv, &data, &len, &err), CF_ERR_UNSUPPORTED);
+    /* the buffer form: the same answers */
+    cf_buf b = CF_BUF_INIT;
+    bool is_null = false;
+    assert_int_equal(cf_avro_converter_write(conv, "people", ks, kv, &b, &is_null, &err), CF_ERR_CONFIG);
+    assert_int_equal(cf_avro_converter_write(conv, "people", ks, NULL, &b, &is_null, &err), CF_OK);
+    assert_true(is_null);
+    assert_int_equal(cf_avro_converter_write(conv, "people", NULL, kv, &b, &is_null, &err), CF_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.where, "people"));
+    cf_buf_free(&b);
     cf_value_destroy(kv);
     cf_schema_unref(ks);
     cf_avro_converter_destroy(conv);

@@ -307,6 +307,15 @@ static void test_converter_round_trip(void **state) {
         check(cf_avro_converter_from_connect(w, topic, s, v, &data, &len, &err), &err, "from_connect");
         assert_true(len > 5);
         assert_int_equal(data[0], 0);
+        /* the buffer form (what a producer's view uses) writes the same bytes, after what b held */
+        cf_buf wb = CF_BUF_INIT;
+        cf_buf_append_str(&wb, "xy");
+        bool is_null = true;
+        check(cf_avro_converter_write(w, topic, s, v, &wb, &is_null, &err), &err, "write");
+        assert_false(is_null);
+        assert_int_equal(wb.len, len + 2);
+        assert_memory_equal(wb.data + 2, data, len);
+        cf_buf_free(&wb);
         int32_t id = (int32_t)(((uint32_t)(uint8_t)data[1] << 24) | ((uint32_t)(uint8_t)data[2] << 16) |
                                ((uint32_t)(uint8_t)data[3] << 8) | (uint8_t)data[4]);
         /* the id is the one registered under <topic>-value */

@@ -72,7 +72,9 @@ static void sv_free(sv *r) {
     cf_value_destroy(r->value);
 }
 
-/* from_connect must give exactly `expect` (NULL = null bytes) */
+/* from_connect must give exactly `expect` (NULL = null bytes), and so must
+ * the borrowed view (what a producer uses), also right after another
+ * conversion by the same converter */
 static void expect_json(cf_converter *c, const cf_schema *s, const cf_value *v, const char *expect) {
     char *data = (char *)1;
     size_t len = 99;
@@ -88,6 +90,19 @@ static void expect_json(cf_converter *c, const cf_schema *s, const cf_value *v, 
         assert_string_equal(data, expect);
     }
     free(data);
+    for (int round = 0; round < 2; round++) {
+        const char *view = (const char *)1;
+        len = 99;
+        assert_int_equal(cf_converter_from_connect_view(c, TOPIC, s, v, &view, &len, &err), CF_OK);
+        if (!expect) {
+            assert_null(view);
+            assert_int_equal(len, 0);
+        } else {
+            assert_non_null(view);
+            assert_int_equal(len, strlen(expect));
+            assert_memory_equal(view, expect, len);
+        }
+    }
 }
 
 static void assert_sv(sv r, const cf_schema *s, const cf_value *v) {
@@ -679,6 +694,12 @@ static void decimalTooLongForPlainNumericJson(void **st) {
     assert_non_null(strstr(err.message, "too long for a JSON number"));
     assert_non_null(strstr(err.hint, "BASE64"));
     assert_null(data);
+    const char *view = NULL; /* the view reports the same error */
+    cf_err verr;
+    assert_int_equal(cf_converter_from_connect_view(c, "t", s, v, &view, &len, &verr), CF_ERR_SCHEMA);
+    assert_string_equal(verr.message, err.message);
+    assert_string_equal(verr.hint, err.hint);
+    assert_null(view);
     cf_value_destroy(v);
     cf_schema_unref(s);
     cf_converter_destroy(c);
