@@ -70,6 +70,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             fprintf(stderr, "from_connect failed after to_connect: %s (%s)\n", err.message, err.where);
             abort();
         }
+        /* the borrowed view (what a producer uses) gives the same bytes or error */
+        const char *view = NULL;
+        size_t vlen = 0;
+        cf_err verr;
+        cf_code vrc = cf_converter_from_connect_view(c, "t", s, v, &view, &vlen, &verr);
+        if (vrc != rc || (!rc && (vlen != olen || (!view) != (!out) || (out && memcmp(view, out, olen) != 0)))) {
+            fprintf(stderr, "the view differs from from_connect\n");
+            abort();
+        }
         if (too_long) {
             /* nothing written */
         } else if (out) {
