@@ -414,23 +414,61 @@ typedef struct cons {
     errlog log;
     cf_msg_in *self; /* for the revoke callback */
     unsigned revokes; /* partitions taken away so far (see cons_poll) */
+    /* the partitions revoked during the current cons_poll call */
+    cf_tp_pos *revoked;
+    size_t nrevoked, caprevoked;
 } cons;
+
+static void revoked_clear(cons *c) {
+    for (size_t i = 0; i < c->nrevoked; i++) free(c->revoked[i].topic);
+    c->nrevoked = 0;
+}
+
+static bool was_revoked(const cons *c, const char *topic, int32_t partition) {
+    for (size_t i = 0; i < c->nrevoked; i++)
+        if (c->revoked[i].partition == partition && strcmp(c->revoked[i].topic, topic) == 0) return true;
+    return false;
+}
 
 static void cons_on_error(rd_kafka_t *rk, int code, const char *reason, void *opaque) {
     on_error(rk, code, reason, &((cons *)opaque)->log);
 }
 
+/* Both rebalance protocols: eager (range, roundrobin: every partition is
+ * revoked, then the new assignment given) and cooperative
+ * (cooperative-sticky, KIP-429: only the partitions that move are revoked,
+ * the others are read on meanwhile), which need their own (un)assign calls. */
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t *parts, void *opaque) {
     cons *c = opaque;
+    const char *proto = rd_kafka_rebalance_protocol(rk);
+    bool coop = proto && strcmp(proto, "COOPERATIVE") == 0;
+    rd_kafka_error_t *ierr = NULL;
+    rd_kafka_resp_err_t aerr = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        CF_INFO(COMP, "%s: %d partitions assigned", c->log.name, parts->cnt);
-        rd_kafka_assign(rk, parts);
+        CF_INFO(COMP, "%s: %d partitions assigned%s", c->log.name, parts->cnt, coop ? " (incremental)" : "");
+        if (coop) ierr = rd_kafka_incremental_assign(rk, parts);
+        else aerr = rd_kafka_assign(rk, parts);
     } else {
         /* give nothing away before what was read from it is flushed and committed */
-        CF_INFO(COMP, "%s: %d partitions revoked: flushing and committing first", c->log.name, parts->cnt);
-        if (c->self && c->self->on_revoke) c->self->on_revoke(c->self->revoke_arg);
-        rd_kafka_assign(rk, NULL);
+        CF_INFO(COMP, "%s: %d partitions revoked%s: flushing and committing first", c->log.name, parts->cnt,
+                coop ? " (incremental)" : "");
+        size_t base = c->nrevoked;
+        if (c->nrevoked + (size_t)parts->cnt > c->caprevoked) {
+            c->caprevoked = c->nrevoked + (size_t)parts->cnt + 8;
+            c->revoked = cf_xrealloc(c->revoked, c->caprevoked * sizeof *c->revoked);
+        }
+        for (int i = 0; i < parts->cnt; i++)
+            c->revoked[c->nrevoked++] = (cf_tp_pos){cf_xstrdup(parts->elems[i].topic), parts->elems[i].partition, -1};
+        if (c->self && c->self->on_revoke) c->self->on_revoke(c->self->revoke_arg, c->revoked + base, (size_t)parts->cnt);
+        if (coop) ierr = rd_kafka_incremental_unassign(rk, parts);
+        else aerr = rd_kafka_assign(rk, NULL);
         c->revokes++;
+    }
+    if (ierr) {
+        CF_ERROR(COMP, "%s: incremental (un)assign failed: %s", c->log.name, rd_kafka_error_string(ierr));
+        rd_kafka_error_destroy(ierr);
+    } else if (aerr) {
+        CF_ERROR(COMP, "%s: (un)assign failed: %s", c->log.name, rd_kafka_err2str(aerr));
     }
 }
 
@@ -439,18 +477,24 @@ static cf_code cons_poll(void *st, cf_msg **out, size_t max, size_t *n, int time
     *n = 0;
     (void)err;
     unsigned revokes = c->revokes;
+    revoked_clear(c);
     while (*n < max) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, *n ? 0 : timeout_ms);
         if (c->revokes != revokes) {
-            /* The partitions were revoked inside that poll (the rebalance
+            /* Partitions were revoked inside that poll (the rebalance
              * callback runs there), after the messages collected so far in
              * this call were read but before they were put: the commit of
              * the revoke does not cover them and their partitions' new owner
              * reads them again from that commit. Putting them here too was a
              * duplicate (93 of 20,000 in test_it_worker's rebalance under
-             * load): drop them; whoever owns the partition now reads them. */
-            for (size_t i = 0; i < *n; i++) cf_msg_destroy(out[i]);
-            *n = 0;
+             * load): drop those of the revoked partitions (with the eager
+             * protocol, all); whoever owns them now reads them. */
+            size_t j = 0;
+            for (size_t i = 0; i < *n; i++) {
+                if (was_revoked(c, out[i]->topic, out[i]->partition)) cf_msg_destroy(out[i]);
+                else out[j++] = out[i];
+            }
+            *n = j;
             revokes = c->revokes;
         }
         if (!m) break;
@@ -529,6 +573,8 @@ static void cons_destroy(void *st) {
     cons *c = st;
     rd_kafka_consumer_close(c->rk); /* leaves the group (a revoke runs first) */
     rd_kafka_destroy(c->rk);
+    revoked_clear(c);
+    free(c->revoked);
     free(c);
 }
 

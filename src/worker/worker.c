@@ -1383,14 +1383,25 @@ static cf_code sink_commit(sinkstate *s, cf_err *err) {
     return CF_OK;
 }
 
-static void on_revoke(void *arg) {
+static void on_revoke(void *arg, const cf_tp_pos *revoked, size_t n) {
     sinkstate *s = arg;
     if (s->failed) return;
     cf_err e;
     if (sink_commit(s, &e)) {
         s->failed = true;
         s->err = e;
+        return;
     }
+    /* committed: the revoked partitions' positions are their new owner's now */
+    size_t j = 0;
+    for (size_t i = 0; i < s->npos; i++) {
+        bool gone = false;
+        for (size_t k = 0; k < n && !gone; k++)
+            gone = s->pos[i].partition == revoked[k].partition && strcmp(s->pos[i].topic, revoked[k].topic) == 0;
+        if (gone) free(s->pos[i].topic);
+        else s->pos[j++] = s->pos[i];
+    }
+    s->npos = j;
 }
 
 /* put with retries of CF_ERR_AGAIN (Connect's RetriableException) */

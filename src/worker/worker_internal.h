@@ -91,9 +91,11 @@ typedef struct cf_tp_pos {
 } cf_tp_pos;
 
 typedef struct cf_msg_in cf_msg_in;
-/* Called from within in->poll before partitions are revoked: the sink task
- * flushes and commits. */
-typedef void (*cf_revoke_fn)(void *arg);
+/* Called from within in->poll before partitions are revoked (all of them
+ * with the eager protocol, those that move with the cooperative one): the
+ * sink task flushes and commits, then forgets the revoked partitions'
+ * positions (committing them later would wind their new owner back). */
+typedef void (*cf_revoke_fn)(void *arg, const cf_tp_pos *revoked, size_t n);
 struct cf_msg_in {
     void *state;
     /* Fill out with up to max messages (taken by the caller). CF_ERR_EOF: bounded input ended. */
