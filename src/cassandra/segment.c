@@ -707,24 +707,52 @@ static int64_t entry_where(const cf_cass_segment *s) {
     return s->sec_file;
 }
 
+/* Whether the entry at p, with left (>= 4) bytes of its section from p on,
+ * is sound, and if not, which condition fails first. The one place that
+ * decides: crc_ahead only asks "sound?", cf_cass_segment_next asks which
+ * condition failed to report it, so the two cannot disagree on an entry. The
+ * order of the checks is the order of the reports (a size of 0 is the end of
+ * the segment even with fewer than 8 bytes left). *size_crc is set once the
+ * size field's CRC is computed (ENTRY_SIZE_CRC, ENTRY_TOO_LONG, ENTRY_SOUND):
+ * the report shows it, and it seeds the data CRC. */
+typedef enum {
+    ENTRY_SOUND,
+    ENTRY_END,       /* size 0: end-of-segment marker or zero padding */
+    ENTRY_CUT_SHORT, /* fewer than 8 bytes left: no room for the size CRC */
+    ENTRY_TOO_SMALL, /* size below 10, the least a mutation takes */
+    ENTRY_SIZE_CRC,  /* the size's CRC does not match */
+    ENTRY_TOO_LONG,  /* size + framing runs past the section */
+} entry_state;
+
+static inline entry_state entry_check(const uint8_t *p, size_t left, uint32_t *size_crc) {
+    uint32_t size = be32(p);
+    if (size == 0) return ENTRY_END;
+    if (left < 8) return ENTRY_CUT_SHORT;
+    if (size < 10) return ENTRY_TOO_SMALL;
+    uint32_t crc = cf_cass_crc32_table(0, p, 4); /* = crc_int(0, size): p holds size big-endian */
+    *size_crc = crc;
+    if (crc != be32(p + 4)) return ENTRY_SIZE_CRC;
+    if ((uint64_t)size + ENTRY_OVERHEAD > left) return ENTRY_TOO_LONG;
+    return ENTRY_SOUND;
+}
+
 /* Compute the data CRCs of up to CRC_AHEAD entries from sec_pos on, stopping
- * at the first entry whose header is not sound (cf_cass_segment_next checks
- * and reports it when it gets there). Why ahead: an entry's CRC is a chain of
- * dependent steps (folds, reduction, table lookups) of a few hundred bytes.
- * Computed between the decoding of two mutations it runs alone, latency-
- * bound; computed for many entries in one loop, the CPU overlaps the chain of
- * one entry with that of the next (this took a third off the CRC time of the
- * decode benchmark). Only CRCs are computed here; every check and every
- * report stays in cf_cass_segment_next. */
+ * at the first entry entry_check refuses (cf_cass_segment_next reports it
+ * when it gets there). Why ahead: an entry's CRC is a chain of dependent
+ * steps (folds, reduction, table lookups) of a few hundred bytes. Computed
+ * between the decoding of two mutations it runs alone, latency-bound;
+ * computed for many entries in one loop, the CPU overlaps the chain of one
+ * entry with that of the next (this took a third off the CRC time of the
+ * decode benchmark). Only CRCs are computed here; every report stays in
+ * cf_cass_segment_next. */
 static void crc_ahead(cf_cass_segment *s) {
     unsigned n = 0;
     size_t pos = s->sec_pos;
-    while (n < CRC_AHEAD && s->sec_len - pos >= 8) {
+    while (n < CRC_AHEAD && s->sec_len - pos >= 4) { /* entry_check reads the size */
         const uint8_t *p = s->sec + pos;
+        uint32_t crc;
+        if (entry_check(p, s->sec_len - pos, &crc) != ENTRY_SOUND) break;
         uint32_t size = be32(p);
-        if (size < 10 || (uint64_t)size + ENTRY_OVERHEAD > s->sec_len - pos) break;
-        uint32_t crc = cf_cass_crc32_table(0, p, 4);
-        if (crc != be32(p + 4)) break;
         s->ahead_pos[n] = pos;
         s->ahead_crc[n] = crc_update_s(s, crc, p + 8, size);
         n++;
@@ -751,46 +779,45 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
         uint32_t size = be32(p), crc;
         if (s->ahead_i == s->ahead_n) crc_ahead(s);
         if (s->ahead_i < s->ahead_n && s->ahead_pos[s->ahead_i] == s->sec_pos) {
-            crc = s->ahead_crc[s->ahead_i++]; /* header checked, data CRC computed by crc_ahead */
-        } else { /* an entry crc_ahead stopped at: check it here and say what is wrong */
-            if (size == 0) { /* end-of-segment marker / zero padding */
-                s->in_section = false;
+            crc = s->ahead_crc[s->ahead_i++]; /* entry_check passed, data CRC computed by crc_ahead */
+        } else { /* the entry crc_ahead stopped at: say which check it fails */
+            s->in_section = false;
+            switch (entry_check(p, left, &crc)) {
+            case ENTRY_END: /* end-of-segment marker / zero padding */
                 s->done = true;
                 return CF_ERR_EOF;
-            }
-            if (left < 8) {
-                s->in_section = false;
+            case ENTRY_CUT_SHORT:
                 corrupt(s, entry_where(s), err, "entry header cut short at logical position %lld", (long long)pos);
                 cf_err_detail(err, "%zu bytes left in the section%s", left,
                               s->section_truncated ? "; the file ends inside this section (truncated)" : "");
                 return CF_ERR_CORRUPT;
-            }
-            crc = cf_cass_crc32_table(0, p, 4); /* = crc_int(0, size): p holds size big-endian */
-            if (size < 10) {
-                s->in_section = false;
+            case ENTRY_TOO_SMALL:
                 corrupt(s, entry_where(s), err, "invalid entry size %u at logical position %lld", size, (long long)pos);
                 cf_err_detail(err, "a mutation has at least 10 bytes");
                 cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
                 return CF_ERR_CORRUPT;
-            }
-            if (crc != be32(p + 4)) {
-                s->in_section = false;
+            case ENTRY_SIZE_CRC:
                 corrupt(s, entry_where(s), err, "entry size checksum mismatch at logical position %lld", (long long)pos);
                 cf_err_detail(err, "size %u, stored CRC 0x%08x, computed 0x%08x", size, be32(p + 4), crc);
                 cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
                 return CF_ERR_CORRUPT;
-            }
-            if ((uint64_t)size + ENTRY_OVERHEAD > left) {
-                s->in_section = false;
+            case ENTRY_TOO_LONG:
                 corrupt(s, entry_where(s), err, "entry at logical position %lld is longer than its section", (long long)pos);
                 cf_err_detail(err, "size %u + 12 bytes of framing, %zu bytes left in the section%s", size, left,
                               s->section_truncated ? "; the file ends inside this section (truncated)" : "");
                 cf_err_hint(err, "The rest of this sync section is skipped; reading continues with the next section.");
                 return CF_ERR_CORRUPT;
+            case ENTRY_SOUND:
+                break;
             }
-            /* not reached while crc_ahead accepts exactly what passes the
-             * checks above; kept so that this function stays right alone */
-            crc = crc_update_s(s, crc, p + 8, size);
+            /* a sound entry is one crc_ahead took (it asks entry_check too,
+             * from sec_pos on), so this is a bug in the bookkeeping of
+             * ahead_pos/ahead_i, not damage in the file */
+            cf_err_set(err, CF_ERR_INTERNAL,
+                       "commit log segment %s: sound entry at logical position %lld has no CRC computed ahead",
+                       s->name, (long long)pos);
+            cf_err_where(err, "%s@%lld", s->name, (long long)entry_where(s));
+            return CF_ERR_INTERNAL;
         }
         uint32_t stored = be32(p + 8 + size);
         s->sec_pos += ENTRY_OVERHEAD + size;
