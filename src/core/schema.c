@@ -388,6 +388,14 @@ static bool take_slots(cf_value *map, cf_value **k, cf_value **val) {
     return true;
 }
 
+/* A key slot holding the literal key (not copied; never written through). */
+static void lit_key(cf_value *k, const char *key) {
+    k->type = CF_STRING;
+    k->flags = CF_VALUE_EMBEDDED | CF_VALUE_LITERAL;
+    k->u.s.ptr = (char *)key;
+    k->u.s.len = strlen(key);
+}
+
 static void put_lit_scalar(cf_value *map, const char *key, cf_value x) {
     cf_value *k, *val;
     if (!take_slots(map, &k, &val)) {
@@ -396,10 +404,7 @@ static void put_lit_scalar(cf_value *map, const char *key, cf_value x) {
         cf_value_map_put(map, cf_value_string(key), c);
         return;
     }
-    k->type = CF_STRING;
-    k->flags = CF_VALUE_EMBEDDED | CF_VALUE_LITERAL;
-    k->u.s.ptr = (char *)key; /* never written through: LITERAL */
-    k->u.s.len = strlen(key);
+    lit_key(k, key);
     val->type = x.type;
     val->flags = CF_VALUE_EMBEDDED;
     val->u = x.u;
@@ -420,10 +425,7 @@ void cf_value_map_put_lit(cf_value *map, const char *key, cf_value *val) {
         cf_value_map_put(map, cf_value_string(key), val);
         return;
     }
-    k->type = CF_STRING;
-    k->flags = CF_VALUE_EMBEDDED | CF_VALUE_LITERAL;
-    k->u.s.ptr = (char *)key;
-    k->u.s.len = strlen(key);
+    lit_key(k, key);
     cf_value_map_put(map, k, val);
 }
 
