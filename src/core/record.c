@@ -4,6 +4,7 @@
 #include "cdcflow/record.h"
 
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,7 +224,9 @@ cf_record *cf_record_clone(const cf_record *r) {
 /* v if its memory may be reused for another text value: a STRING/BYTES of
  * one allocation (CF_VALUE_INLINE only) with one owner. */
 static cf_value *reusable(cf_value *v) {
-    if (!v || (v->type != CF_STRING && v->type != CF_BYTES) || v->flags != CF_VALUE_INLINE || v->refs) return NULL;
+    if (!v || (v->type != CF_STRING && v->type != CF_BYTES) || v->flags != CF_VALUE_INLINE) return NULL;
+    /* other owners may let go in other threads meanwhile (cf_value_destroy) */
+    if (atomic_load_explicit((_Atomic uint16_t *)&v->refs, memory_order_acquire)) return NULL;
     return v;
 }
 
