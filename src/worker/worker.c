@@ -1002,18 +1002,24 @@ static void msg_release(cf_msg *m) {
     cf_msg_clear(m);
 }
 
-/* Retry a send that found the transport's queue full, serving
- * acknowledgements in between (one log line per backoff step). */
+/* Retry a send that found the transport's queue full: serve acknowledgements
+ * (they make room) for up to *backoff ms. Room before that is flow control
+ * (the producer outpaces the broker): no log line, no step. A wait that ran
+ * its full time is a stall (broker slow or unreachable): one log line per
+ * such backoff step, and the next wait doubles (up to 30 s; an
+ * acknowledgement still ends it at once). */
 static void src_backoff(srcstate *s, int *backoff, int *step) {
     task *t = s->t;
-    (*step)++;
-    CF_WARN(COMP,
-            "connector %s task %d: producer queue full (broker slow or unreachable); %zu records in "
-            "flight, retrying in %d ms (step %d)",
-            t->c->name, t->id, s->inflight, *backoff, *step);
+    int64_t t0 = cf_now_us();
     s->out->serve(s->out->state, *backoff);
     src_commit_acked(s, NULL);
+    if (cf_now_us() - t0 < (int64_t)*backoff * 900) return; /* room again */
+    (*step)++;
     if (*backoff < 30000) *backoff *= 2;
+    CF_WARN(COMP,
+            "connector %s task %d: producer queue full (broker slow or unreachable); %zu records in flight, "
+            "retrying in %d ms (step %d)",
+            t->c->name, t->id, s->inflight, *backoff, *step);
 }
 
 /* Send the batched messages (in poll order, before any other message of the
@@ -1174,7 +1180,7 @@ static void *source_main(void *arg) {
     s.last_flush_us = cf_now_us();
     cf_record *recs[SOURCE_BATCH];
     int idle_ms = 1, wait_step = 0, wait_log_s = 1, commit_log_s = 1;
-    int64_t next_wait_log = 0, next_commit_log = 0;
+    int64_t next_wait_log = 0, next_commit_log = 0, wait_start = 0;
     while (!atomic_load(&t->stop)) {
         if (atomic_load(&c->paused)) {
             atomic_store(&t->state, CF_STATE_PAUSED);
@@ -1185,13 +1191,19 @@ static void *source_main(void *arg) {
         }
         atomic_store(&t->state, CF_STATE_RUNNING);
         if (s.inflight >= MAX_INFLIGHT) {
-            /* back-pressure: wait for acknowledgements, one log line per backoff step */
+            /* back-pressure: wait for acknowledgements. Short waits are the
+             * normal pace of a source faster than its transport: a line per
+             * backoff step only once a wait lasts a second */
             int64_t now = cf_now_us();
-            if (!wait_step || now >= next_wait_log) {
+            if (!wait_start) {
+                wait_start = now;
+                next_wait_log = now + 1000000;
+            }
+            if (now >= next_wait_log) {
                 wait_step++;
-                CF_WARN(COMP, "connector %s task %d: %zu records wait for acknowledgement (transport slow or "
-                              "unreachable); polling paused, step %d, next report in %d s",
-                        c->name, t->id, s.inflight, wait_step, wait_log_s);
+                CF_WARN(COMP, "connector %s task %d: %zu records wait for acknowledgement since %lld ms (transport "
+                              "slow or unreachable); polling paused, step %d, next report in %d s",
+                        c->name, t->id, s.inflight, (long long)((now - wait_start) / 1000), wait_step, wait_log_s);
                 next_wait_log = now + (int64_t)wait_log_s * 1000000;
                 if (wait_log_s < 60) wait_log_s *= 2;
             }
@@ -1200,8 +1212,11 @@ static void *source_main(void *arg) {
             if (src_commit_acked(&s, &err)) { failed = true; break; }
             continue;
         }
-        if (wait_step) {
-            CF_INFO(COMP, "connector %s task %d: acknowledgements flow again; polling resumed", c->name, t->id);
+        if (wait_start) {
+            if (wait_step)
+                CF_INFO(COMP, "connector %s task %d: acknowledgements flow again after %lld ms; polling resumed",
+                        c->name, t->id, (long long)((cf_now_us() - wait_start) / 1000));
+            wait_start = 0;
             wait_step = 0;
             wait_log_s = 1;
         }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 
 #include "cdcflow/buf.h"
 #include "cdcflow/log.h"
@@ -280,6 +281,113 @@ static void test_pause_resume_sink(void **state) {
     assert_int_equal(seen.ndurable, 250);
 }
 
+/* The broker becomes unreachable while a source task produces: the task
+ * backs off with doubling waits and says so once per step ("producer queue
+ * full ... retrying in N ms (step K)"), polls nothing meanwhile, and once
+ * the broker is back every record is in the topic (nothing dropped; the
+ * idempotent producer writes none twice) and a line says it flows again.
+ * The cluster is librdkafka's mock cluster made here, so that the test can
+ * take its broker down (rd_kafka_mock_broker_set_down). */
+static void test_broker_down_backoff(void **state) {
+    (void)state;
+    char errstr[256];
+    rd_kafka_conf_t *mconf = rd_kafka_conf_new();
+    rd_kafka_conf_set(mconf, "log_level", "3", errstr, sizeof errstr); /* it has no bootstrap: it only hosts the cluster */
+    rd_kafka_t *mrk = rd_kafka_new(RD_KAFKA_PRODUCER, mconf, errstr, sizeof errstr);
+    assert_non_null(mrk);
+    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(mrk, 1);
+    assert_non_null(mc);
+    const char *bs = rd_kafka_mock_cluster_bootstraps(mc);
+    assert_int_equal(rd_kafka_mock_topic_create(mc, "down", 1, 1), 0);
+    char logpath[512];
+    snprintf(logpath, sizeof logpath, "%s/worker.log", tmpdir);
+    FILE *log = fopen(logpath, "w+");
+    assert_non_null(log);
+    cf_log_setup(CF_LOG_INFO, CF_LOG_TEXT, log);
+
+    cf_props *wp = cf_props_new();
+    cf_props_set(wp, "bootstrap.servers", bs);
+    cf_props_set(wp, "key.converter", "string");
+    cf_props_set(wp, "value.converter", "string");
+    cf_props_set(wp, "producer.queue.buffering.max.messages", "10");
+    cf_props_set(wp, "offset.storage.partitions", "1");
+    cf_worker *w = start_worker_props(wp);
+    add_kv(w, (const char *const[]){"name", "src", "connector.class", "test-source", "test.count", "3000",
+                                    "test.topic", "down", "test.poll.delay.ms", "1", NULL});
+    runner r = {.w = w};
+    pthread_create(&r.th, NULL, run_thread, &r);
+    /* some records are through; then the broker goes away for 4 s */
+    for (int i = 0; i < 600; i++) {
+        cf_buf m = CF_BUF_INIT;
+        cf_worker_metrics_text(w, &m);
+        const char *k = "\ncdcflow_task_records_out_total{connector=\"src\",task=\"0\",type=\"source\"} ";
+        const char *p = strstr(m.data, k);
+        long out = p ? atol(p + strlen(k)) : 0;
+        cf_buf_free(&m);
+        if (out > 0) break;
+        usleep(10 * 1000);
+    }
+    assert_int_equal(rd_kafka_mock_broker_set_down(mc, 1), 0);
+    usleep(4000 * 1000);
+    assert_int_equal(rd_kafka_mock_broker_set_up(mc, 1), 0);
+    pthread_join(r.th, NULL); /* bounded source: returns once all are acknowledged */
+    assert_int_equal(r.rc, CF_OK);
+    cf_worker_destroy(w);
+    fflush(log);
+    cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
+    fseek(log, 0, SEEK_END);
+    long size = ftell(log);
+    rewind(log);
+    char *text = calloc(1, (size_t)size + 1);
+    assert_int_equal(fread(text, 1, (size_t)size, log), (size_t)size);
+    fclose(log);
+    /* one line per backoff step (a wait of 100 ms that ran out, then 200,
+     * 400, ...), the waits doubling */
+    int steps = 0;
+    for (int k = 1; k <= 4; k++) {
+        char want[96];
+        snprintf(want, sizeof want, "retrying in %d ms (step %d)", 200 << (k - 1), k);
+        if (strstr(text, want)) steps++;
+        else if (k <= 3) fail_msg("no log line \"%s\" in:\n%s", want, text);
+    }
+    assert_true(steps >= 3);
+    assert_non_null(strstr(text, "producer queue full (broker slow or unreachable)"));
+    assert_non_null(strstr(text, "producer accepts records again"));
+    /* a step is one line: not one per record or per retry */
+    size_t lines = 0;
+    for (const char *p = text; (p = strstr(p, "producer queue full")); p++) lines++;
+    if (lines > 8) fail_msg("%zu \"producer queue full\" lines for one outage:\n%s", lines, text);
+    free(text);
+
+    /* every message of the topic, read by kcat (an outside client; a
+     * librdkafka group consumer of the mock cluster stalled at the outage's
+     * boundary, while the partition's high watermark and kcat say 3000) */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "timeout 60 kcat -C -b '%s' -t down -e -q -f '%%s\\n'", bs);
+    FILE *kc = popen(cmd, "r");
+    assert_non_null(kc);
+    bool *have = calloc(3000, 1);
+    size_t dups = 0, n = 0;
+    char line[64];
+    while (fgets(line, sizeof line, kc)) {
+        int k = atoi(line + 1);
+        assert_true(line[0] == 'v' && k >= 0 && k < 3000);
+        if (have[k]) dups++;
+        have[k] = true;
+        n++;
+    }
+    assert_int_equal(pclose(kc), 0);
+    size_t missing = 0;
+    int first_missing = -1;
+    for (int k = 0; k < 3000; k++)
+        if (!have[k] && missing++ == 0) first_missing = k;
+    if (missing) fail_msg("%zu records were dropped while the broker was down (of %zu read), the first v%d", missing, n, first_missing);
+    assert_int_equal(dups, 0);
+    free(have);
+    rd_kafka_mock_cluster_destroy(mc);
+    rd_kafka_destroy(mrk);
+}
+
 int main(void) {
     cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
     const struct CMUnitTest tests[] = {
@@ -287,6 +395,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_source_batches_when_queue_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_resume_sink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broker_down_backoff, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
