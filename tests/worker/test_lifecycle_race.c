@@ -167,7 +167,7 @@ static void *racer_main(void *arg) {
     while (!atomic_load(&r->x->quit) || past_end < 3) {
         one_op(r);
         if (atomic_load(&r->x->run_returned)) past_end++;
-        usleep((useconds_t)(rand_r(&r->seed) % 1500));
+        usleep((useconds_t)(200 + rand_r(&r->seed) % 1800));
     }
     return NULL;
 }
@@ -187,7 +187,7 @@ static int teardown(void **state) {
 
 /* ---------------- tests ---------------- */
 
-#define ITERATIONS 150
+#define ITERATIONS 80
 #define HANG_S 30 /* no single wait of an iteration takes this long unless something hangs */
 
 /* Two racers change the connectors while cf_worker_run ends (half of the
@@ -220,11 +220,12 @@ static void test_connector_ops_race_run_end(void **state) {
             usleep((useconds_t)(rand_r(&x.seed) % 30000));
             cf_worker_stop(x.w);
         }
-        /* the source ends after 300 records; a stop after 10 s keeps a run
-         * that the racers keep alive from running on */
+        /* the source ends after 300 records, but the racers restarting it
+         * can keep the run going: a stop after 300 ms ends it then */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 10;
+        ts.tv_nsec += 300 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         if (pthread_timedjoin_np(run_th, NULL, &ts) != 0) {
             cf_worker_stop(x.w);
             if (!join_within(run_th, HANG_S))
