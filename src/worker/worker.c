@@ -2015,9 +2015,10 @@ cf_code cf_worker_add_connector(cf_worker *w, const char *name, const cf_props *
     if (!c->is_sink) atomic_store(&w->draining, false);
     for (int i = 0; i < c->ntasks; i++) task_start(c->tasks[i]);
     pthread_mutex_unlock(&w->mu);
-    pthread_mutex_unlock(&c->life);
+    /* c->life still held: an update or delete of c cannot free it yet */
     CF_INFO(COMP, "connector %s (%s, %s) created with %d task%s", c->name, c->plugin->name,
             c->is_sink ? "sink" : "source", c->ntasks, c->ntasks == 1 ? "" : "s");
+    pthread_mutex_unlock(&c->life);
     return CF_OK;
 }
 
