@@ -101,9 +101,14 @@ cf_code cf_worker_start(cf_worker *w, cf_err *err);
 /* Add a connector and start its tasks (the worker must be started).
  * config holds "name" (or `name` is given) and "connector.class".
  * CF_ERR_CONFIG: invalid configuration (problems listed in err->detail);
- * CF_ERR_STATE: a connector of that name exists (REST 409);
+ * CF_ERR_STATE: a connector of that name exists, or the worker is
+ * stopping (REST 409);
  * CF_ERR_NOT_FOUND: unknown connector.class. */
 cf_code cf_worker_add_connector(cf_worker *w, const char *name, const cf_props *config, cf_err *err);
+/* Update, delete and restart: CF_ERR_STATE (REST 409) once the worker is
+ * stopping (cf_worker_run ended its loop, or cf_worker_destroy), and a
+ * restart of a connector deleted or replaced meanwhile; CF_ERR_NOT_FOUND
+ * for an unknown name. Concurrent calls on one connector take turns. */
 /* Replace the configuration (stop tasks, start with the new one). */
 cf_code cf_worker_update_connector(cf_worker *w, const char *name, const cf_props *config, cf_err *err);
 /* Stop the tasks (flush, commit) and forget the connector. */
@@ -115,8 +120,10 @@ cf_code cf_worker_restart_connector(cf_worker *w, const char *name, bool only_fa
 
 /* Block until every connector finished (bounded inputs), one failed and
  * the worker stops on failure (stop_on_failure), or cf_worker_stop was
- * called. Then stops every task (stop polling, flush, commit). Returns
- * CF_OK, or the error of the first failed task. */
+ * called. Then stops every task (stop polling, flush, commit): connector
+ * operations in flight end first, later ones are refused (the worker is
+ * stopping), so no task runs once this returns. Returns CF_OK, or the
+ * error of the first failed task. */
 cf_code cf_worker_run(cf_worker *w, bool stop_on_failure, cf_err *err);
 /* Ask the worker to stop; async-signal-safe (SIGINT/SIGTERM handlers). */
 void cf_worker_stop(cf_worker *w);

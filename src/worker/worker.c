@@ -163,7 +163,7 @@ struct task {
     conn *c;
     int id;
     pthread_t th;
-    bool started;
+    bool started; /* th runs and is to be joined; under c->life */
     atomic_int state; /* cf_state */
     atomic_bool stop;
     pthread_mutex_t mu; /* trace */
@@ -212,6 +212,12 @@ struct conn {
     char *key_conv, *val_conv;
     cf_props *key_conv_props, *val_conv_props;
     pthread_mutex_t mu;
+    /* Held while the task threads are started or joined (task_start,
+     * task_join), so that one thread at a time does it: two joins of one
+     * thread are undefined (seen: a hang). Taken before w->mu, never while
+     * holding it. */
+    pthread_mutex_t life;
+    bool retired; /* stopped for good (deleted or replaced): no task starts again; under life */
 };
 
 struct cf_worker {
@@ -233,6 +239,14 @@ struct cf_worker {
     atomic_bool draining; /* no source task runs any more: direct sinks end when empty */
     atomic_bool sealed;   /* cf_worker_run began: every connector of the run is added */
     int reconfiguring;    /* connector updates between removing the old and adding the new (under mu) */
+    /* Set (under mu) when cf_worker_run ends or the worker is destroyed:
+     * connectors are then no longer added, updated, restarted or deleted.
+     * busy counts the updates, restarts and deletes in flight (under mu);
+     * the stopping side waits on `idle` until none is left, then stops
+     * what they started. */
+    bool stopping;
+    int busy;
+    pthread_cond_t idle;
     atomic_uint_fast64_t errors;
     cf_rest *rest;
     bool started;
@@ -1695,6 +1709,7 @@ static void conn_free(conn *c) {
     cf_props_destroy(c->props);
     cf_config_destroy(c->cfg);
     pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->life);
     free(c);
 }
 
@@ -1783,6 +1798,7 @@ static cf_code conn_create(cf_worker *w, const char *name, const cf_props *confi
     free(problems);
     conn *c = cf_xcalloc(1, sizeof *c);
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->life, NULL);
     atomic_init(&c->refs, 1);
     c->w = w;
     c->name = cf_xstrdup(nm);
@@ -1867,6 +1883,8 @@ static cf_code conn_create(cf_worker *w, const char *name, const cf_props *confi
     return CF_OK;
 }
 
+/* Start (task_start) and join (task_join) a task's thread: with t->c->life
+ * held, so that only one thread starts or joins it at a time. */
 static void task_start(task *t) {
     if (t->c->is_sink) { /* a restarted sink task takes records again */
         pthread_mutex_lock(&t->q.mu);
@@ -1888,9 +1906,49 @@ static void task_join(task *t) {
     t->started = false;
 }
 
-static void conn_stop(conn *c) {
+/* Stop every task of c (all asked first, then joined). retire: for good,
+ * no restart starts them again (c was deleted or replaced). Not with w->mu
+ * held: the tasks take it. */
+static void conn_stop(conn *c, bool retire) {
+    pthread_mutex_lock(&c->life);
+    if (retire) c->retired = true;
     for (int i = 0; i < c->ntasks; i++) atomic_store(&c->tasks[i]->stop, true);
     for (int i = 0; i < c->ntasks; i++) task_join(c->tasks[i]);
+    pthread_mutex_unlock(&c->life);
+}
+
+/* Register c (under w->mu). */
+static void conns_append_locked(cf_worker *w, conn *c) {
+    if (w->n_conns == w->cap_conns) {
+        w->cap_conns = w->cap_conns ? w->cap_conns * 2 : 8;
+        w->conns = cf_xrealloc(w->conns, w->cap_conns * sizeof(conn *));
+    }
+    w->conns[w->n_conns++] = c;
+}
+
+/* The error of a connector operation asked for while the worker stops. */
+static cf_code worker_stopping(cf_err *err, const char *name, const char *done) {
+    cf_err_set(err, CF_ERR_STATE, "connector %s cannot be %s: the worker is stopping", name, done);
+    cf_err_detail(err, "its run ended (a stop was requested, or every bounded source finished) and it stops "
+                       "every connector");
+    cf_err_hint(err, "Send the request to a running worker (start `cdcflow run` again).");
+    return CF_ERR_STATE;
+}
+
+/* An update, restart or delete ends (counted in w->busy since it began). */
+static void op_end(cf_worker *w) {
+    pthread_mutex_lock(&w->mu);
+    if (--w->busy == 0) pthread_cond_broadcast(&w->idle);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* From now on connector operations are refused; wait for those in flight
+ * (they may still start tasks, which the caller then stops). */
+static void begin_stopping(cf_worker *w) {
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    while (w->busy > 0) pthread_cond_wait(&w->idle, &w->mu);
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* ---------------- worker ---------------- */
@@ -1914,6 +1972,7 @@ cf_code cf_worker_new(const cf_props *worker_props, const cf_worker_opts *opts, 
     w->props = p;
     w->cfg = cfg;
     pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->idle, NULL);
     atomic_init(&w->draining, false);
     atomic_init(&w->sealed, false);
     atomic_init(&w->errors, 0);
@@ -1973,23 +2032,27 @@ cf_code cf_worker_add_connector(cf_worker *w, const char *name, const cf_props *
     conn *c = NULL;
     cf_code rc = conn_create(w, name, config, &c, err);
     if (rc) return rc;
+    /* registered and started at once: whoever finds it (cf_worker_run's
+     * end, a delete) waits for c->life and finds the tasks started */
+    pthread_mutex_lock(&c->life);
     pthread_mutex_lock(&w->mu);
-    if (find_conn_locked(w, c->name, NULL)) {
+    if (w->stopping || find_conn_locked(w, c->name, NULL)) {
+        bool stopping = w->stopping;
         pthread_mutex_unlock(&w->mu);
-        cf_err_set(err, CF_ERR_STATE, "Connector %s already exists", c->name);
+        pthread_mutex_unlock(&c->life);
+        if (stopping) rc = worker_stopping(err, c->name, "created");
+        else rc = cf_err_set(err, CF_ERR_STATE, "Connector %s already exists", c->name);
         conn_free(c);
-        return CF_ERR_STATE;
+        return rc;
     }
-    if (w->n_conns == w->cap_conns) {
-        w->cap_conns = w->cap_conns ? w->cap_conns * 2 : 8;
-        w->conns = cf_xrealloc(w->conns, w->cap_conns * sizeof(conn *));
-    }
-    w->conns[w->n_conns++] = c;
+    conns_append_locked(w, c);
     if (!c->is_sink) atomic_store(&w->draining, false);
     for (int i = 0; i < c->ntasks; i++) task_start(c->tasks[i]);
     pthread_mutex_unlock(&w->mu);
+    /* c->life still held: an update or delete of c cannot free it yet */
     CF_INFO(COMP, "connector %s (%s, %s) created with %d task%s", c->name, c->plugin->name,
             c->is_sink ? "sink" : "source", c->ntasks, c->ntasks == 1 ? "" : "s");
+    pthread_mutex_unlock(&c->life);
     return CF_OK;
 }
 
@@ -1999,6 +2062,10 @@ static cf_code not_found(cf_err *err, const char *name) {
 
 cf_code cf_worker_delete_connector(cf_worker *w, const char *name, cf_err *err) {
     pthread_mutex_lock(&w->mu);
+    if (w->stopping) {
+        pthread_mutex_unlock(&w->mu);
+        return worker_stopping(err, name, "deleted");
+    }
     size_t idx;
     conn *c = find_conn_locked(w, name, &idx);
     if (!c) {
@@ -2007,9 +2074,11 @@ cf_code cf_worker_delete_connector(cf_worker *w, const char *name, cf_err *err) 
     }
     memmove(w->conns + idx, w->conns + idx + 1, (w->n_conns - idx - 1) * sizeof(conn *));
     w->n_conns--;
+    w->busy++;
     pthread_mutex_unlock(&w->mu);
-    conn_stop(c);
+    conn_stop(c, true);
     conn_unref(c);
+    op_end(w);
     CF_INFO(COMP, "connector %s deleted", name);
     return CF_OK;
 }
@@ -2019,6 +2088,11 @@ cf_code cf_worker_update_connector(cf_worker *w, const char *name, const cf_prop
     cf_code rc = conn_create(w, name, config, &nc, err);
     if (rc) return rc;
     pthread_mutex_lock(&w->mu);
+    if (w->stopping) {
+        pthread_mutex_unlock(&w->mu);
+        conn_free(nc);
+        return worker_stopping(err, name, "reconfigured");
+    }
     size_t idx;
     conn *old = find_conn_locked(w, name, &idx);
     if (!old) {
@@ -2030,14 +2104,18 @@ cf_code cf_worker_update_connector(cf_worker *w, const char *name, const cf_prop
     memmove(w->conns + idx, w->conns + idx + 1, (w->n_conns - idx - 1) * sizeof(conn *));
     w->n_conns--;
     w->reconfiguring++;
+    w->busy++; /* the worker's end waits for the new tasks, then stops them */
     pthread_mutex_unlock(&w->mu);
-    conn_stop(old);
+    conn_stop(old, true);
     conn_unref(old);
+    pthread_mutex_lock(&nc->life);
     pthread_mutex_lock(&w->mu);
     w->reconfiguring--;
-    w->conns[w->n_conns++] = nc; /* capacity: we removed one */
+    conns_append_locked(w, nc); /* not "the slot we freed": an add may have taken it meanwhile */
     for (int i = 0; i < nc->ntasks; i++) task_start(nc->tasks[i]);
+    if (--w->busy == 0) pthread_cond_broadcast(&w->idle);
     pthread_mutex_unlock(&w->mu);
+    pthread_mutex_unlock(&nc->life);
     CF_INFO(COMP, "connector %s reconfigured", name);
     return CF_OK;
 }
@@ -2062,23 +2140,39 @@ cf_code cf_worker_resume_connector(cf_worker *w, const char *name, cf_err *err) 
 
 cf_code cf_worker_restart_connector(cf_worker *w, const char *name, bool only_failed, cf_err *err) {
     pthread_mutex_lock(&w->mu);
+    if (w->stopping) {
+        pthread_mutex_unlock(&w->mu);
+        return worker_stopping(err, name, "restarted");
+    }
     conn *c = find_conn_locked(w, name, NULL);
     if (!c) {
         pthread_mutex_unlock(&w->mu);
         return not_found(err, name);
     }
     atomic_fetch_add(&c->refs, 1);
+    w->busy++;
     pthread_mutex_unlock(&w->mu);
-    for (int i = 0; i < c->ntasks; i++) {
-        task *t = c->tasks[i];
-        if (only_failed && atomic_load(&t->state) != CF_STATE_FAILED) continue;
-        task_join(t);
-        task_start(t);
+    cf_code rc = CF_OK;
+    pthread_mutex_lock(&c->life);
+    if (c->retired) {
+        /* deleted or replaced since we found it: its tasks stay stopped */
+        rc = cf_err_set(err, CF_ERR_STATE, "connector %s cannot be restarted: it was deleted or reconfigured "
+                                           "meanwhile", name);
+        cf_err_hint(err, "Restart it again: that restarts the connector of this name as it is now, if any.");
+    } else {
+        for (int i = 0; i < c->ntasks; i++) {
+            task *t = c->tasks[i];
+            if (only_failed && atomic_load(&t->state) != CF_STATE_FAILED) continue;
+            task_join(t);
+            task_start(t);
+        }
+        if (!c->is_sink) atomic_store(&w->draining, false);
     }
-    if (!c->is_sink) atomic_store(&w->draining, false);
-    CF_INFO(COMP, "connector %s restarted%s", name, only_failed ? " (failed tasks)" : "");
+    pthread_mutex_unlock(&c->life);
+    op_end(w);
+    if (!rc) CF_INFO(COMP, "connector %s restarted%s", name, only_failed ? " (failed tasks)" : "");
     conn_unref(c);
-    return CF_OK;
+    return rc;
 }
 
 static bool terminal(int st) { return st == CF_STATE_FINISHED || st == CF_STATE_FAILED; }
@@ -2131,6 +2225,9 @@ cf_code cf_worker_run(cf_worker *w, bool stop_on_failure, cf_err *err) {
         if (any && all_done && !w->want_rest) break;
         sleep_ms(20);
     }
+    /* no connector changes from here on (those in flight end first): the
+     * snapshot is every connector, and no task starts after it is stopped */
+    begin_stopping(w);
     /* sources first (their pending records need the sinks in direct mode), then sinks */
     size_t n;
     conn **cs = conns_snapshot(w, &n);
@@ -2138,10 +2235,10 @@ cf_code cf_worker_run(cf_worker *w, bool stop_on_failure, cf_err *err) {
         if (!cs[i]->is_sink)
             for (int j = 0; j < cs[i]->ntasks; j++) atomic_store(&cs[i]->tasks[j]->stop, true);
     for (size_t i = 0; i < n; i++)
-        if (!cs[i]->is_sink) conn_stop(cs[i]);
+        if (!cs[i]->is_sink) conn_stop(cs[i], false);
     atomic_store(&w->draining, true);
     for (size_t i = 0; i < n; i++)
-        if (cs[i]->is_sink) conn_stop(cs[i]);
+        if (cs[i]->is_sink) conn_stop(cs[i], false);
     /* report the first failure even when not stopping on it */
     if (!rc) {
         for (size_t i = 0; i < n && !rc; i++)
@@ -2173,6 +2270,7 @@ void cf_worker_stop(cf_worker *w) {
 void cf_worker_destroy(cf_worker *w) {
     if (!w) return;
     if (w->rest) cf_rest_stop(w->rest);
+    begin_stopping(w);
     pthread_mutex_lock(&w->mu);
     size_t n = w->n_conns;
     conn **cs = w->conns;
@@ -2180,10 +2278,10 @@ void cf_worker_destroy(cf_worker *w) {
     w->n_conns = w->cap_conns = 0;
     pthread_mutex_unlock(&w->mu);
     for (size_t i = 0; i < n; i++)
-        if (!cs[i]->is_sink) conn_stop(cs[i]);
+        if (!cs[i]->is_sink) conn_stop(cs[i], true);
     atomic_store(&w->draining, true);
     for (size_t i = 0; i < n; i++)
-        if (cs[i]->is_sink) conn_stop(cs[i]);
+        if (cs[i]->is_sink) conn_stop(cs[i], true);
     for (size_t i = 0; i < n; i++) conn_unref(cs[i]);
     free(cs);
     if (w->has_file_out) {
@@ -2199,6 +2297,7 @@ void cf_worker_destroy(cf_worker *w) {
     cf_props_destroy(w->props);
     free(w->input_file);
     free(w->output_file);
+    pthread_cond_destroy(&w->idle);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
