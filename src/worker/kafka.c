@@ -180,13 +180,22 @@ static rd_kafka_conf_t *base_conf(struct cf_worker *w, const char *kind, const c
 
 #define TOPIC_CACHE 16
 
+/* A topic the producer writes to, with its partition count for the sticky
+ * placement of null-key messages (prod_send_batch). */
+typedef struct ptopic {
+    rd_kafka_topic_t *rkt;
+    int32_t nparts;     /* 0: not known (librdkafka's partitioner places each message) */
+    int64_t learned_us; /* when nparts was asked for (0: never) */
+    uint32_t next;      /* the partition of the next null-key run (modulo nparts) */
+} ptopic;
+
 typedef struct prod {
     rd_kafka_t *rk;
     errlog log;
     /* Topic handles by name: producing by name makes librdkafka look the
      * topic up under its handle-wide lock for every message. A task
      * produces to a few topics; beyond TOPIC_CACHE the oldest handle goes. */
-    rd_kafka_topic_t *rkt[TOPIC_CACHE];
+    ptopic topics[TOPIC_CACHE];
     size_t nrkt, next_evict;
     rd_kafka_message_t *rkm; /* prod_send_batch's array */
     size_t cap_rkm;
@@ -203,20 +212,48 @@ static void dr_settle(prod *p) {
     p->dr_ok = 0;
 }
 
-static rd_kafka_topic_t *prod_topic(prod *p, const char *name) {
+static ptopic *prod_ptopic(prod *p, const char *name) {
     for (size_t i = 0; i < p->nrkt; i++)
-        if (strcmp(rd_kafka_topic_name(p->rkt[i]), name) == 0) return p->rkt[i];
+        if (strcmp(rd_kafka_topic_name(p->topics[i].rkt), name) == 0) return &p->topics[i];
     rd_kafka_topic_t *t = rd_kafka_topic_new(p->rk, name, NULL);
     if (!t) return NULL;
+    ptopic *e;
     if (p->nrkt < TOPIC_CACHE) {
-        p->rkt[p->nrkt++] = t;
+        e = &p->topics[p->nrkt++];
     } else {
         /* messages already queued keep their own reference to the topic */
-        rd_kafka_topic_destroy(p->rkt[p->next_evict]);
-        p->rkt[p->next_evict] = t;
+        e = &p->topics[p->next_evict];
+        rd_kafka_topic_destroy(e->rkt);
         p->next_evict = (p->next_evict + 1) % TOPIC_CACHE;
     }
-    return t;
+    /* tasks start their rotation at different partitions */
+    *e = (ptopic){.rkt = t, .next = (uint32_t)(cf_now_us() / 1000) ^ (uint32_t)(uintptr_t)p};
+    return e;
+}
+
+static rd_kafka_topic_t *prod_topic(prod *p, const char *name) {
+    ptopic *e = prod_ptopic(p, name);
+    return e ? e->rkt : NULL;
+}
+
+#define NPARTS_REFRESH_US (60 * 1000000LL) /* partitions may be added to a topic */
+#define NPARTS_RETRY_US (10 * 1000000LL)   /* after a failed lookup */
+
+/* The topic's partition count, asked of the cluster at first use and once a
+ * minute; 0 while not known (the lookup failed: the topic does not exist
+ * yet, or the broker is away). */
+static int32_t topic_partitions(prod *p, ptopic *e) {
+    int64_t now = cf_now_us();
+    if (e->learned_us && now - e->learned_us < (e->nparts ? NPARTS_REFRESH_US : NPARTS_RETRY_US)) return e->nparts;
+    const struct rd_kafka_metadata *md = NULL;
+    int32_t n = 0;
+    if (rd_kafka_metadata(p->rk, 0, e->rkt, &md, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR && md) {
+        if (md->topic_cnt == 1 && !md->topics[0].err) n = md->topics[0].partition_cnt;
+        rd_kafka_metadata_destroy(md);
+    }
+    if (n > 0 || !e->nparts) e->nparts = n; /* a failed refresh keeps what was known */
+    e->learned_us = now;
+    return e->nparts;
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
@@ -283,9 +320,23 @@ static void refuse_rest(cf_ack *ack, size_t from, size_t n) {
     for (size_t k = from; k < n; k++) cf_ack_done(ack, false);
 }
 
+/* Null key, partition left to the producer: placed by the sticky rule. */
+static bool sticky(const cf_msg *m) { return !m->key && m->partition < 0; }
+
 /* One rd_kafka_produce_batch per run of messages to the same topic: the
  * topic is locked and the clocks are read once per run instead of once per
- * message (producev's cost beside the copy). */
+ * message (producev's cost beside the copy).
+ *
+ * A run of null-key messages goes to one partition, the next run to the
+ * next partition: the sticky partitioning of Kafka's producer (KIP-480) and
+ * of librdkafka's (sticky.partitioning.linger.ms), done per poll batch. Given
+ * one partition, librdkafka appends the whole run to its queue under one
+ * lock; left to its partitioner, it locks and signals per message, which
+ * capped a source task near 1M records/s here. Keyed messages and those
+ * with a partition still go through librdkafka's partitioner (a key keeps
+ * its partition, as with any other librdkafka client). A run placed on a
+ * partition without a leader waits there (retried without a time limit)
+ * rather than moving to another partition. */
 static cf_code prod_send_batch(void *st, const cf_msg *m, size_t n, cf_ack *ack, size_t *sent, cf_err *err) {
     prod *p = st;
     *sent = 0;
@@ -295,7 +346,8 @@ static cf_code prod_send_batch(void *st, const cf_msg *m, size_t n, cf_ack *ack,
     }
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
-        rd_kafka_topic_t *rkt = m[i].topic ? prod_topic(p, m[i].topic) : NULL;
+        ptopic *pt = m[i].topic ? prod_ptopic(p, m[i].topic) : NULL;
+        rd_kafka_topic_t *rkt = pt ? pt->rkt : NULL;
         if (!rkt) {
             cf_err_set(err, CF_ERR_TRANSPORT, "cannot produce to topic \"%s\"", m[i].topic ? m[i].topic : "");
             cf_err_detail(err, "%s",
@@ -303,7 +355,10 @@ static cf_code prod_send_batch(void *st, const cf_msg *m, size_t n, cf_ack *ack,
             refuse_rest(ack, i, n);
             return CF_ERR_TRANSPORT;
         }
-        while (j < n && m[j].topic && strcmp(m[j].topic, m[i].topic) == 0) j++;
+        bool st_run = sticky(&m[i]);
+        while (j < n && m[j].topic && strcmp(m[j].topic, m[i].topic) == 0 && sticky(&m[j]) == st_run) j++;
+        int32_t np = st_run ? topic_partitions(p, pt) : 0;
+        int32_t part = np > 0 ? (int32_t)(pt->next++ % (uint32_t)np) : RD_KAFKA_PARTITION_UA;
         for (size_t k = i; k < j; k++)
             p->rkm[k - i] = (rd_kafka_message_t){
                 .partition = m[k].partition >= 0 ? m[k].partition : RD_KAFKA_PARTITION_UA,
@@ -313,8 +368,9 @@ static cf_code prod_send_batch(void *st, const cf_msg *m, size_t n, cf_ack *ack,
                 .key_len = m[k].key ? m[k].key_len : 0,
                 ._private = ack,
             };
-        int good = rd_kafka_produce_batch(rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY | RD_KAFKA_MSG_F_PARTITION,
-                                          p->rkm, (int)(j - i));
+        int good = np > 0 ? rd_kafka_produce_batch(rkt, part, RD_KAFKA_MSG_F_COPY, p->rkm, (int)(j - i))
+                          : rd_kafka_produce_batch(rkt, RD_KAFKA_PARTITION_UA,
+                                                   RD_KAFKA_MSG_F_COPY | RD_KAFKA_MSG_F_PARTITION, p->rkm, (int)(j - i));
         if ((size_t)good == j - i) {
             *sent = i = j;
             continue;
@@ -366,7 +422,7 @@ static void prod_destroy(void *st) {
     rd_kafka_flush(p->rk, 1000);
     rd_kafka_poll(p->rk, 0);
     dr_settle(p);
-    for (size_t i = 0; i < p->nrkt; i++) rd_kafka_topic_destroy(p->rkt[i]);
+    for (size_t i = 0; i < p->nrkt; i++) rd_kafka_topic_destroy(p->topics[i].rkt);
     rd_kafka_destroy(p->rk);
     free(p->rkm);
     free(p);

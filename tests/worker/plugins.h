@@ -6,6 +6,7 @@
  *                stored offset, ends (CF_ERR_EOF) after test.count records
  *                unless test.endless; test.bad.at reports a bad input unit;
  *                test.partitions spreads records over source partitions;
+ *                test.null.key: records without a key;
  *                test.shared: partitions and the offset key are shared
  *                values (cf_value_ref), as a fast source builds them.
  *   test-sink    records what it was given in `seen` (pending until flush,
@@ -37,6 +38,7 @@ static const cf_cfg_def src_defs[] = {
      "sleep per poll (a slow source)"},
     {"test.partitions", CF_CFG_INT, "1", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
      "source partitions, round robin: record i has {\"src\":\"test\",\"p\":i % N} (N > 1; no resume)"},
+    {"test.null.key", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test", "x"},
     {"test.shared", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "Test",
      "every record's source partition and offset key are shared values"},
     {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
@@ -51,6 +53,7 @@ typedef struct srctask {
     int64_t bad_at;
     int delay_ms;
     int partitions;
+    bool null_key;
     cf_value **shared_parts; /* test.shared: one per source partition */
     cf_value *pos_key;       /* test.shared: "pos" */
 } srctask;
@@ -71,6 +74,7 @@ static cf_code src_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
     t->bad_at = cf_config_int(cfg, "test.bad.at");
     t->delay_ms = cf_config_int(cfg, "test.poll.delay.ms");
     t->partitions = cf_config_int(cfg, "test.partitions");
+    t->null_key = cf_config_bool(cfg, "test.null.key");
     if (cf_config_bool(cfg, "test.shared")) {
         t->shared_parts = calloc((size_t)t->partitions, sizeof *t->shared_parts);
         for (int i = 0; i < t->partitions; i++) {
@@ -108,7 +112,7 @@ static cf_code src_poll(void *task, cf_record **out, size_t max, size_t *n, cf_e
         cf_record_set_topic(r, t->topic);
         char buf[64];
         snprintf(buf, sizeof buf, "k%lld", (long long)t->next);
-        cf_record_set_key(r, cf_schema_primitive(CF_STRING, false), cf_value_string(buf));
+        if (!t->null_key) cf_record_set_key(r, cf_schema_primitive(CF_STRING, false), cf_value_string(buf));
         snprintf(buf, sizeof buf, "v%lld", (long long)t->next);
         cf_record_set_value(r, cf_schema_primitive(CF_STRING, false), cf_value_string(buf));
         cf_value *off = cf_value_map();

@@ -281,6 +281,37 @@ static void test_pause_resume_sink(void **state) {
     assert_int_equal(seen.ndurable, 250);
 }
 
+/* A mock cluster of this test's own (its broker can be taken down). */
+typedef struct mock {
+    rd_kafka_t *rk;
+    rd_kafka_mock_cluster_t *mc;
+} mock;
+
+static mock mock_new(void) {
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof errstr); /* no bootstrap: it only hosts the cluster */
+    mock m = {rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr), NULL};
+    assert_non_null(m.rk);
+    m.mc = rd_kafka_mock_cluster_new(m.rk, 1);
+    assert_non_null(m.mc);
+    return m;
+}
+
+static void mock_destroy(mock m) {
+    rd_kafka_mock_cluster_destroy(m.mc);
+    rd_kafka_destroy(m.rk);
+}
+
+/* kcat reading a whole topic, one line per message in FORMAT (pclose it). */
+static FILE *kcat_read(const char *bs, const char *topic, const char *format) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "timeout 60 kcat -C -b '%s' -t '%s' -e -q -f '%s'", bs, topic, format);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    return f;
+}
+
 /* The broker becomes unreachable while a source task produces: the task
  * backs off with doubling waits and says so once per step ("producer queue
  * full ... retrying in N ms (step K)"), polls nothing meanwhile, and once
@@ -290,13 +321,8 @@ static void test_pause_resume_sink(void **state) {
  * take its broker down (rd_kafka_mock_broker_set_down). */
 static void test_broker_down_backoff(void **state) {
     (void)state;
-    char errstr[256];
-    rd_kafka_conf_t *mconf = rd_kafka_conf_new();
-    rd_kafka_conf_set(mconf, "log_level", "3", errstr, sizeof errstr); /* it has no bootstrap: it only hosts the cluster */
-    rd_kafka_t *mrk = rd_kafka_new(RD_KAFKA_PRODUCER, mconf, errstr, sizeof errstr);
-    assert_non_null(mrk);
-    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(mrk, 1);
-    assert_non_null(mc);
+    mock m = mock_new();
+    rd_kafka_mock_cluster_t *mc = m.mc;
     const char *bs = rd_kafka_mock_cluster_bootstraps(mc);
     assert_int_equal(rd_kafka_mock_topic_create(mc, "down", 1, 1), 0);
     char logpath[512];
@@ -362,10 +388,7 @@ static void test_broker_down_backoff(void **state) {
     /* every message of the topic, read by kcat (an outside client; a
      * librdkafka group consumer of the mock cluster stalled at the outage's
      * boundary, while the partition's high watermark and kcat say 3000) */
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "timeout 60 kcat -C -b '%s' -t down -e -q -f '%%s\\n'", bs);
-    FILE *kc = popen(cmd, "r");
-    assert_non_null(kc);
+    FILE *kc = kcat_read(bs, "down", "%s\\n");
     bool *have = calloc(3000, 1);
     size_t dups = 0, n = 0;
     char line[64];
@@ -384,8 +407,65 @@ static void test_broker_down_backoff(void **state) {
     if (missing) fail_msg("%zu records were dropped while the broker was down (of %zu read), the first v%d", missing, n, first_missing);
     assert_int_equal(dups, 0);
     free(have);
-    rd_kafka_mock_cluster_destroy(mc);
-    rd_kafka_destroy(mrk);
+    mock_destroy(m);
+}
+
+/* Where records land. Null-key records of one poll batch (the test source
+ * polls 37 at a time) go to one partition and the next batch to the next
+ * (sticky partitioning, as Kafka's producer and librdkafka do it); keyed
+ * records land where librdkafka's default partitioner (consistent_random:
+ * CRC32 of the key) puts them, whatever the producer does with null keys. */
+static void test_partition_placement(void **state) {
+    (void)state;
+    mock m = mock_new();
+    const char *bs = rd_kafka_mock_cluster_bootstraps(m.mc);
+    assert_int_equal(rd_kafka_mock_topic_create(m.mc, "keyed", 3, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(m.mc, "nokey", 3, 1), 0);
+    cf_props *wp = cf_props_new();
+    cf_props_set(wp, "bootstrap.servers", bs);
+    cf_props_set(wp, "key.converter", "string");
+    cf_props_set(wp, "value.converter", "string");
+    cf_props_set(wp, "offset.storage.partitions", "1");
+    cf_worker *w = start_worker_props(wp);
+    add_kv(w, (const char *const[]){"name", "k", "connector.class", "test-source", "test.count", "1500", "test.topic",
+                                    "keyed", NULL});
+    add_kv(w, (const char *const[]){"name", "n", "connector.class", "test-source", "test.count", "1500", "test.topic",
+                                    "nokey", "test.null.key", "true", NULL});
+    cf_err err;
+    assert_cf_ok(cf_worker_run(w, true, &err), &err);
+    cf_worker_destroy(w);
+
+    FILE *kc = kcat_read(bs, "keyed", "%p %k %s\\n");
+    char line[128], key[64], val[64];
+    int part;
+    size_t n = 0;
+    while (fgets(line, sizeof line, kc)) {
+        assert_int_equal(sscanf(line, "%d %63s %63s", &part, key, val), 3);
+        assert_int_equal(part, rd_kafka_msg_partitioner_consistent(NULL, key, strlen(key), 3, NULL, NULL));
+        n++;
+    }
+    assert_int_equal(pclose(kc), 0);
+    assert_int_equal(n, 1500);
+
+    int batch_part[1500 / 37 + 1];
+    for (size_t b = 0; b < sizeof batch_part / sizeof *batch_part; b++) batch_part[b] = -1;
+    bool used[3] = {false, false, false};
+    kc = kcat_read(bs, "nokey", "%p %s\\n");
+    n = 0;
+    while (fgets(line, sizeof line, kc)) {
+        assert_int_equal(sscanf(line, "%d %63s", &part, val), 2);
+        int v = atoi(val + 1);
+        assert_true(v >= 0 && v < 1500 && part >= 0 && part < 3);
+        int b = v / 37;
+        if (batch_part[b] < 0) batch_part[b] = part;
+        else if (batch_part[b] != part) fail_msg("poll batch %d split over partitions %d and %d", b, batch_part[b], part);
+        used[part] = true;
+        n++;
+    }
+    assert_int_equal(pclose(kc), 0);
+    assert_int_equal(n, 1500);
+    assert_true(used[0] && used[1] && used[2]);
+    mock_destroy(m);
 }
 
 int main(void) {
@@ -396,6 +476,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_dead_letter_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_resume_sink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_down_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partition_placement, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
