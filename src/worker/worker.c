@@ -140,6 +140,7 @@ struct cf_sink_ctx {
 typedef struct qitem {
     cf_record *rec;
     cf_ack *ack;
+    const task *src; /* the source task that pushed it */
 } qitem;
 
 /* The queue of a direct-mode sink task. */
@@ -644,11 +645,49 @@ static bool dq_push(task *sink, task *src, cf_record *rec, cf_ack *ack) {
         q->head = 0;
         q->cap = ncap;
     }
-    q->items[(q->head + q->len) % q->cap] = (qitem){rec, ack};
+    q->items[(q->head + q->len) % q->cap] = (qitem){rec, ack, src};
     q->len++;
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
     return true;
+}
+
+/* Take back what src pushed and the sink did not take yet: not delivered
+ * (its offsets are not stored). */
+static void dq_withdraw(dqueue *q, const task *src) {
+    pthread_mutex_lock(&q->mu);
+    size_t kept = 0, n = q->len;
+    for (size_t i = 0; i < n; i++) {
+        qitem it = q->items[(q->head + i) % q->cap];
+        if (it.src == src) {
+            cf_record_destroy(it.rec);
+            cf_ack_done(it.ack, false);
+        } else {
+            q->items[(q->head + kept++) % q->cap] = it;
+        }
+    }
+    q->len = kept;
+    if (kept != n) pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* A stopping source takes back what waits in direct sinks' queues: a sink
+ * that does not take it (paused) would hold the source's stop forever. */
+static void direct_withdraw(task *t) {
+    cf_worker *w = t->c->w;
+    conn *sinks[64];
+    size_t ns = 0;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->n_conns && ns < 64; i++)
+        if (w->conns[i]->is_sink) {
+            atomic_fetch_add(&w->conns[i]->refs, 1);
+            sinks[ns++] = w->conns[i];
+        }
+    pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i < ns; i++) {
+        for (int k = 0; k < sinks[i]->ntasks; k++) dq_withdraw(&sinks[i]->tasks[k]->q, t);
+        conn_unref(sinks[i]);
+    }
 }
 
 static size_t dq_pop(dqueue *q, qitem *out, size_t max, int wait_ms) {
@@ -1330,10 +1369,12 @@ out:
      * forever (seen: a source task failing with --output). */
     if (has_out) out.destroy(out.state);
     else if (s.out) s.out->flush(s.out->state, 1000, NULL); /* the shared record file: complete its acks */
+    if (direct && s.head) direct_withdraw(t);
     while (s.head) {
         cf_ack *a = s.head;
         s.head = a->next;
-        /* a direct sink may still hold it: wait until nobody references it */
+        /* a direct sink may still hold it (put, to be flushed): wait until
+         * nobody references it */
         while (atomic_load(&a->pending) > 0) sleep_ms(1);
         ack_free(a);
     }
@@ -1522,6 +1563,13 @@ static void *sink_main(void *arg) {
                 nstash += n;
             } else {
                 sleep_ms(100);
+            }
+            /* what was put before the pause is still flushed and committed
+             * on the interval (as a paused Connect sink task does): its
+             * sources wait for that */
+            if (cf_now_us() - s.last_commit_us >= w->flush_interval_ms * 1000 && sink_commit(&s, &s.err)) {
+                s.failed = true;
+                break;
             }
             continue;
         }
