@@ -117,13 +117,20 @@ static cf_worker *start_worker_props(cf_props *wp) {
     return w;
 }
 
-static cf_worker *start_worker(void) {
+/* Worker properties of these tests: string converters, the offsets topic
+ * with `offset_parts` partitions. */
+static cf_props *base_props(const char *bootstrap, const char *offset_parts) {
     cf_props *wp = cf_props_new();
-    cf_props_set(wp, "bootstrap.servers", "embedded");
-    cf_props_set(wp, "offset.flush.interval.ms", "100");
+    cf_props_set(wp, "bootstrap.servers", bootstrap);
     cf_props_set(wp, "key.converter", "string");
     cf_props_set(wp, "value.converter", "string");
-    cf_props_set(wp, "offset.storage.partitions", "3");
+    cf_props_set(wp, "offset.storage.partitions", offset_parts);
+    return wp;
+}
+
+static cf_worker *start_worker(void) {
+    cf_props *wp = base_props("embedded", "3");
+    cf_props_set(wp, "offset.flush.interval.ms", "100");
     return start_worker_props(wp);
 }
 
@@ -165,12 +172,8 @@ static void test_source_kafka_sink_and_offsets_topic(void **state) {
  * of all are stored. */
 static void test_source_batches_when_queue_full(void **state) {
     (void)state;
-    cf_props *wp = cf_props_new();
-    cf_props_set(wp, "bootstrap.servers", "embedded");
-    cf_props_set(wp, "key.converter", "string");
-    cf_props_set(wp, "value.converter", "string");
+    cf_props *wp = base_props("embedded", "3");
     cf_props_set(wp, "producer.queue.buffering.max.messages", "10");
-    cf_props_set(wp, "offset.storage.partitions", "3");
     cf_worker *w = start_worker_props(wp);
     cf_err err;
     add_kv(w, (const char *const[]){"name", "src", "connector.class", "test-source", "test.count", "120",
@@ -339,12 +342,8 @@ static void test_broker_down_backoff(void **state) {
     assert_non_null(log);
     cf_log_setup(CF_LOG_INFO, CF_LOG_TEXT, log);
 
-    cf_props *wp = cf_props_new();
-    cf_props_set(wp, "bootstrap.servers", bs);
-    cf_props_set(wp, "key.converter", "string");
-    cf_props_set(wp, "value.converter", "string");
+    cf_props *wp = base_props(bs, "1");
     cf_props_set(wp, "producer.queue.buffering.max.messages", "10");
-    cf_props_set(wp, "offset.storage.partitions", "1");
     cf_worker *w = start_worker_props(wp);
     add_kv(w, (const char *const[]){"name", "src", "connector.class", "test-source", "test.count", "3000",
                                     "test.topic", "down", "test.poll.delay.ms", "1", NULL});
@@ -429,12 +428,7 @@ static void test_partition_placement(void **state) {
     const char *bs = rd_kafka_mock_cluster_bootstraps(m.mc);
     assert_int_equal(rd_kafka_mock_topic_create(m.mc, "keyed", 3, 1), 0);
     assert_int_equal(rd_kafka_mock_topic_create(m.mc, "nokey", 3, 1), 0);
-    cf_props *wp = cf_props_new();
-    cf_props_set(wp, "bootstrap.servers", bs);
-    cf_props_set(wp, "key.converter", "string");
-    cf_props_set(wp, "value.converter", "string");
-    cf_props_set(wp, "offset.storage.partitions", "1");
-    cf_worker *w = start_worker_props(wp);
+    cf_worker *w = start_worker_props(base_props(bs, "1"));
     add_kv(w, (const char *const[]){"name", "k", "connector.class", "test-source", "test.count", "1500", "test.topic",
                                     "keyed", NULL});
     add_kv(w, (const char *const[]){"name", "n", "connector.class", "test-source", "test.count", "1500", "test.topic",
