@@ -184,9 +184,12 @@ static rd_kafka_conf_t *base_conf(struct cf_worker *w, const char *kind, const c
  * placement of null-key messages (prod_send_batch). */
 typedef struct ptopic {
     rd_kafka_topic_t *rkt;
-    int32_t nparts;     /* 0: not known (librdkafka's partitioner places each message) */
-    int64_t learned_us; /* when nparts was asked for (0: never) */
-    uint32_t next;      /* the partition of the next null-key run (modulo nparts) */
+    /* the partitions with a leader (0 of them: not known, or none has one:
+     * librdkafka's partitioner places each message) */
+    int32_t *led;
+    int32_t nled;
+    int64_t learned_us; /* when they were asked for (0: never) */
+    uint32_t next;      /* the index into led of the next null-key run (modulo nled) */
 } ptopic;
 
 typedef struct prod {
@@ -224,6 +227,7 @@ static ptopic *prod_ptopic(prod *p, const char *name) {
         /* messages already queued keep their own reference to the topic */
         e = &p->topics[p->next_evict];
         rd_kafka_topic_destroy(e->rkt);
+        free(e->led);
         p->next_evict = (p->next_evict + 1) % TOPIC_CACHE;
     }
     /* tasks start their rotation at different partitions */
@@ -239,21 +243,27 @@ static rd_kafka_topic_t *prod_topic(prod *p, const char *name) {
 #define NPARTS_REFRESH_US (60 * 1000000LL) /* partitions may be added to a topic */
 #define NPARTS_RETRY_US (10 * 1000000LL)   /* after a failed lookup */
 
-/* The topic's partition count, asked of the cluster at first use and once a
- * minute; 0 while not known (the lookup failed: the topic does not exist
- * yet, or the broker is away). */
+/* The topic's partitions that have a leader, asked of the cluster at first
+ * use and once a minute (partitions may be added, leaders move); none while
+ * not known (the lookup failed: the topic does not exist yet, or the broker
+ * is away). A partition without a leader gets no run: it would wait there
+ * (librdkafka's own partitioner, too, picks among available partitions). */
 static int32_t topic_partitions(prod *p, ptopic *e) {
     int64_t now = cf_now_us();
-    if (e->learned_us && now - e->learned_us < (e->nparts ? NPARTS_REFRESH_US : NPARTS_RETRY_US)) return e->nparts;
+    if (e->learned_us && now - e->learned_us < (e->nled ? NPARTS_REFRESH_US : NPARTS_RETRY_US)) return e->nled;
     const struct rd_kafka_metadata *md = NULL;
-    int32_t n = 0;
     if (rd_kafka_metadata(p->rk, 0, e->rkt, &md, 1000) == RD_KAFKA_RESP_ERR_NO_ERROR && md) {
-        if (md->topic_cnt == 1 && !md->topics[0].err) n = md->topics[0].partition_cnt;
+        if (md->topic_cnt == 1 && !md->topics[0].err) { /* a failed refresh keeps what was known */
+            const rd_kafka_metadata_topic_t *mt = &md->topics[0];
+            e->led = cf_xrealloc(e->led, (size_t)(mt->partition_cnt ? mt->partition_cnt : 1) * sizeof *e->led);
+            e->nled = 0;
+            for (int i = 0; i < mt->partition_cnt; i++)
+                if (mt->partitions[i].leader >= 0) e->led[e->nled++] = mt->partitions[i].id;
+        }
         rd_kafka_metadata_destroy(md);
     }
-    if (n > 0 || !e->nparts) e->nparts = n; /* a failed refresh keeps what was known */
     e->learned_us = now;
-    return e->nparts;
+    return e->nled;
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
@@ -334,9 +344,10 @@ static bool sticky(const cf_msg *m) { return !m->key && m->partition < 0; }
  * lock; left to its partitioner, it locks and signals per message, which
  * capped a source task near 1M records/s here. Keyed messages and those
  * with a partition still go through librdkafka's partitioner (a key keeps
- * its partition, as with any other librdkafka client). A run placed on a
- * partition without a leader waits there (retried without a time limit)
- * rather than moving to another partition. */
+ * its partition, as with any other librdkafka client). Runs go to
+ * partitions that had a leader at the last lookup (topic_partitions); one
+ * whose leader went away since waits there (retried without a time limit)
+ * until the leader is back. */
 static cf_code prod_send_batch(void *st, const cf_msg *m, size_t n, cf_ack *ack, size_t *sent, cf_err *err) {
     prod *p = st;
     *sent = 0;
@@ -358,7 +369,7 @@ static cf_code prod_send_batch(void *st, const cf_msg *m, size_t n, cf_ack *ack,
         bool st_run = sticky(&m[i]);
         while (j < n && m[j].topic && strcmp(m[j].topic, m[i].topic) == 0 && sticky(&m[j]) == st_run) j++;
         int32_t np = st_run ? topic_partitions(p, pt) : 0;
-        int32_t part = np > 0 ? (int32_t)(pt->next++ % (uint32_t)np) : RD_KAFKA_PARTITION_UA;
+        int32_t part = np > 0 ? pt->led[pt->next++ % (uint32_t)np] : RD_KAFKA_PARTITION_UA;
         for (size_t k = i; k < j; k++)
             p->rkm[k - i] = (rd_kafka_message_t){
                 .partition = m[k].partition >= 0 ? m[k].partition : RD_KAFKA_PARTITION_UA,
@@ -422,7 +433,10 @@ static void prod_destroy(void *st) {
     rd_kafka_flush(p->rk, 1000);
     rd_kafka_poll(p->rk, 0);
     dr_settle(p);
-    for (size_t i = 0; i < p->nrkt; i++) rd_kafka_topic_destroy(p->topics[i].rkt);
+    for (size_t i = 0; i < p->nrkt; i++) {
+        rd_kafka_topic_destroy(p->topics[i].rkt);
+        free(p->topics[i].led);
+    }
     rd_kafka_destroy(p->rk);
     free(p->rkm);
     free(p);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
@@ -470,6 +471,41 @@ static void test_partition_placement(void **state) {
     mock_destroy(m);
 }
 
+/* A partition without a leader gets no null-key batch (librdkafka's own
+ * partitioner also picks among available partitions only): the records go
+ * to the other partitions and the run ends; a batch placed there would wait
+ * until a leader came back. */
+static void test_sticky_skips_leaderless(void **state) {
+    (void)state;
+    mock m = mock_new();
+    const char *bs = rd_kafka_mock_cluster_bootstraps(m.mc);
+    assert_int_equal(rd_kafka_mock_topic_create(m.mc, "gap", 3, 1), 0);
+    assert_int_equal(rd_kafka_mock_partition_set_leader(m.mc, "gap", 1, -1), 0);
+    cf_worker *w = start_worker_props(base_props(bs, "1"));
+    add_kv(w, (const char *const[]){"name", "n", "connector.class", "test-source", "test.count", "1500", "test.topic",
+                                    "gap", "test.null.key", "true", NULL});
+    runner r = {.w = w};
+    pthread_create(&r.th, NULL, run_thread, &r);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 60;
+    if (pthread_timedjoin_np(r.th, NULL, &ts) != 0) fail_msg("records waited for a partition without a leader");
+    assert_cf_ok(r.rc, &r.err);
+    cf_worker_destroy(w);
+    FILE *kc = kcat_read(bs, "gap", "%p %s\\n");
+    char line[128], val[64];
+    int part;
+    size_t n = 0;
+    while (fgets(line, sizeof line, kc)) {
+        assert_int_equal(sscanf(line, "%d %63s", &part, val), 2);
+        assert_true(part == 0 || part == 2);
+        n++;
+    }
+    kcat_close(kc);
+    assert_int_equal(n, 1500);
+    mock_destroy(m);
+}
+
 int main(void) {
     cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
     const struct CMUnitTest tests[] = {
@@ -479,6 +515,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_pause_resume_sink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_down_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partition_placement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sticky_skips_leaderless, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
