@@ -302,6 +302,7 @@ static void ack_free(cf_ack *a) {
 /* ---------------- connectors: refs, lookup ---------------- */
 
 static void conn_unref(conn *c);
+static conn **conns_snapshot(cf_worker *w, size_t *n_out);
 
 static conn *find_conn_locked(cf_worker *w, const char *name, size_t *idx) {
     for (size_t i = 0; i < w->n_conns; i++)
@@ -674,20 +675,13 @@ static void dq_withdraw(dqueue *q, const task *src) {
 /* A stopping source takes back what waits in direct sinks' queues: a sink
  * that does not take it (paused) would hold the source's stop forever. */
 static void direct_withdraw(task *t) {
-    cf_worker *w = t->c->w;
-    conn *sinks[64];
-    size_t ns = 0;
-    pthread_mutex_lock(&w->mu);
-    for (size_t i = 0; i < w->n_conns && ns < 64; i++)
-        if (w->conns[i]->is_sink) {
-            atomic_fetch_add(&w->conns[i]->refs, 1);
-            sinks[ns++] = w->conns[i];
-        }
-    pthread_mutex_unlock(&w->mu);
-    for (size_t i = 0; i < ns; i++) {
-        for (int k = 0; k < sinks[i]->ntasks; k++) dq_withdraw(&sinks[i]->tasks[k]->q, t);
-        conn_unref(sinks[i]);
+    size_t n;
+    conn **cs = conns_snapshot(t->c->w, &n);
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 0; cs[i]->is_sink && k < cs[i]->ntasks; k++) dq_withdraw(&cs[i]->tasks[k]->q, t);
+        conn_unref(cs[i]);
     }
+    free(cs);
 }
 
 static size_t dq_pop(dqueue *q, qitem *out, size_t max, int wait_ms) {
