@@ -140,11 +140,10 @@ struct cf_source_task {
     size_t n_steps;
     _Atomic uint64_t st_started, st_done, st_changed, st_records, st_bad, st_skipped;
     unsigned rng;
-    /* the source partition of the object being read (poller thread only):
-     * one shared value for all its records instead of a new map each */
-    char *pm_key;
-    /* the key of the records of the object being read (its name): one
-     * shared value, not a string per record */
+    /* Of the object being read (poller thread only), one shared value each
+     * for all its records instead of new ones per record: its name (the
+     * records' key; its text tells which object they are of) and its
+     * source partition. */
     cf_value *kval;
     cf_value *pm;
 };
@@ -184,6 +183,15 @@ static bool mine(cf_source_task *t, const char *key, const cf_name_match *m) {
     return (int)(fnv1a(key) % (uint64_t)t->task_count) == t->task_id;
 }
 
+/* The shared values of object `key` (t->kval, t->pm), made when it changes. */
+static void object_values(cf_source_task *t, const char *key) {
+    if (t->kval && strcmp(t->kval->u.s.ptr, key) == 0) return;
+    cf_value_destroy(t->kval);
+    cf_value_destroy(t->pm);
+    t->kval = cf_value_string(key);
+    t->pm = t->ops->partition_map(t->self, key);
+}
+
 static cf_record *make_record(cf_source_task *t, const cf_native_info *info, const cf_name_match *m, cf_schema *s,
                               cf_value *v, const cf_msg *env) {
     cf_record *r = cf_record_new();
@@ -202,21 +210,13 @@ static cf_record *make_record(cf_source_task *t, const cf_native_info *info, con
     }
     cf_record_set_topic(r, t->topic ? t->topic : m->topic);
     r->partition = m->has_partition ? m->partition : CF_PARTITION_ANY;
-    if (!t->kval || strcmp(t->kval->u.s.ptr, info->key) != 0) {
-        cf_value_destroy(t->kval);
-        t->kval = cf_value_string(info->key);
-    }
+    object_values(t, info->key);
     cf_record_set_key(r, cf_schema_primitive(CF_STRING, true), cf_value_ref(t->kval));
     return r;
 }
 
 static void emit_offset(cf_source_task *t, cf_record *r, const char *key, const cf_offset_entry *e) {
-    if (!t->pm || strcmp(t->pm_key, key) != 0) {
-        cf_value_destroy(t->pm);
-        free(t->pm_key);
-        t->pm = t->ops->partition_map(t->self, key);
-        t->pm_key = cf_xstrdup(key);
-    }
+    object_values(t, key);
     cf_record_set_source(r, cf_value_ref(t->pm), cf_offset_entry_to_map(e));
 }
 
@@ -631,7 +631,6 @@ void cf_source_task_stop(void *task) {
     cf_props_destroy(t->xopts);
     seen_free(&t->seen);
     cf_value_destroy(t->pm);
-    free(t->pm_key);
     cf_value_destroy(t->kval);
     free(t->topic);
     pthread_mutex_destroy(&t->mu);
