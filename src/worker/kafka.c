@@ -180,8 +180,8 @@ static rd_kafka_conf_t *base_conf(struct cf_worker *w, const char *kind, const c
 
 #define TOPIC_CACHE 16
 
-/* A topic the producer writes to, with its partition count for the sticky
- * placement of null-key messages (prod_send_batch). */
+/* A topic the producer writes to, with its partitions that have a leader
+ * for the sticky placement of null-key messages (prod_send_batch). */
 typedef struct ptopic {
     rd_kafka_topic_t *rkt;
     /* the partitions with a leader (0 of them: not known, or none has one:
