@@ -275,10 +275,17 @@ void cf_ack_done(cf_ack *a, bool ok) {
 
 void cf_ack_done_n(cf_ack *a, int n) { atomic_fetch_sub(&a->pending, n); }
 
+/* One record of a's group not sent because the task stops (see withdrawn). */
+static void ack_withdraw(cf_ack *a) {
+    atomic_store(&a->withdrawn, true);
+    atomic_fetch_sub(&a->pending, 1);
+}
+
 static cf_ack *ack_new(void) {
     cf_ack *a = cf_xcalloc(1, sizeof *a);
     atomic_init(&a->pending, 1);
     atomic_init(&a->failed, false);
+    atomic_init(&a->withdrawn, false);
     return a;
 }
 
@@ -662,7 +669,7 @@ static void dq_withdraw(dqueue *q, const task *src) {
         qitem it = q->items[(q->head + i) % q->cap];
         if (it.src == src) {
             cf_record_destroy(it.rec);
-            cf_ack_done(it.ack, false);
+            ack_withdraw(it.ack);
         } else {
             q->items[(q->head + kept++) % q->cap] = it;
         }
@@ -762,7 +769,7 @@ static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
                 break;
             }
             if (atomic_load(&t->stop)) {
-                atomic_store(&a->failed, true); /* not delivered: the offset is not stored */
+                atomic_store(&a->withdrawn, true); /* not delivered: the offset is not stored */
                 break;
             }
             if (!warned)
@@ -795,7 +802,7 @@ static cf_code direct_send(task *t, cf_record *rec, cf_ack *a, cf_err *err) {
                 for (size_t j = 0; j < w->n_conns && !registered; j++) registered = w->conns[j] == c;
                 pthread_mutex_unlock(&w->mu);
                 if (atomic_load(&t->stop)) {
-                    cf_ack_done(a, false); /* not delivered: the offset is not stored */
+                    ack_withdraw(a); /* not delivered: the offset is not stored */
                 } else if (registered && (st == CF_STATE_FAILED || st == CF_STATE_FINISHED)) {
                     cf_ack_done(a, false);
                     if (!rc)
@@ -846,6 +853,7 @@ static void src_group_open(srcstate *s) {
         s->spare = g->next;
         atomic_store(&g->pending, 1);
         atomic_store(&g->failed, false);
+        atomic_store(&g->withdrawn, false);
         g->next = NULL;
     } else {
         g = ack_new();
@@ -921,13 +929,21 @@ static bool same_partition(const cf_value *a, const cf_value *b) {
  * groups only the last offset per partition is put (the store ends in the
  * same state as if every one had been put, and nothing is flushed in
  * between). commit_record is called after the offsets were put. */
+/* The oldest group is complete and has a record the stop withdrew: no
+ * offset after it can be stored any more. */
+static bool head_withdrawn(srcstate *s) {
+    cf_ack *h = s->head;
+    return h && h != s->open && atomic_load(&h->pending) == 0 && atomic_load(&h->withdrawn);
+}
+
 static cf_code src_commit_acked(srcstate *s, cf_err *err) {
     task *t = s->t;
     conn *c = t->c;
     /* 1. detach the acknowledged prefix */
     cf_ack *first = s->head, *last = NULL, *a = s->head;
     size_t n = 0;
-    while (a && a != s->open && atomic_load(&a->pending) == 0 && !atomic_load(&a->failed)) {
+    while (a && a != s->open && atomic_load(&a->pending) == 0 && !atomic_load(&a->failed) &&
+           !atomic_load(&a->withdrawn)) {
         last = a;
         n += a->n_records;
         a = a->next;
@@ -1088,7 +1104,7 @@ static cf_code src_send_batch(srcstate *s, cf_err *err) {
         src_backoff(s, &backoff, &step);
     }
     if (rc == CF_ERR_AGAIN) /* stopping: these records are polled again next run */
-        for (size_t i = done; i < s->bn; i++) cf_ack_done(a, false);
+        for (size_t i = done; i < s->bn; i++) ack_withdraw(a);
     for (size_t i = 0; i < s->bn; i++) cf_record_pool_put(t->sctx.pool, s->brec[i]);
     s->bn = 0;
     cf_arena_reset(s->barena);
@@ -1174,9 +1190,12 @@ static cf_code src_handle(srcstate *s, cf_record *rec, cf_err *err) {
     }
     msg_release(m);
     cf_record_pool_put(t->sctx.pool, r);
+    if (rc == CF_ERR_AGAIN) { /* stopping: the record is re-polled next run */
+        ack_withdraw(a);
+        return CF_OK;
+    }
     if (rc) {
         cf_ack_done(a, false);
-        if (rc == CF_ERR_AGAIN) return CF_OK; /* stopping: the record is re-polled next run */
         return rc;
     }
     if (step) CF_INFO(COMP, "connector %s task %d: producer accepts records again", c->name, t->id);
@@ -1326,7 +1345,7 @@ static void *source_main(void *arg) {
         int64_t deadline = eof ? INT64_MAX : cf_now_us() + w->shutdown_timeout_ms * 1000;
         bool bounded_stop = false;
         cf_err e2;
-        while (s.head && cf_now_us() < deadline && !failed) {
+        while (s.head && cf_now_us() < deadline && !failed && !head_withdrawn(&s)) {
             if (s.out) s.out->flush(s.out->state, 100, NULL);
             else sleep_ms(5);
             if (src_commit_acked(&s, &e2)) {

@@ -49,6 +49,9 @@ typedef struct cf_ack_off {
 typedef struct cf_ack {
     atomic_int pending;
     atomic_bool failed;
+    /* a record of the group was not sent because its task stops: offsets
+     * stop before the group without an error (it is read again next run) */
+    atomic_bool withdrawn;
     /* The last source offset of each source partition of the group, in the
      * order the partitions first appear (taken from the records while they
      * are in the cache). recs (topic + source partition/offset) only when
