@@ -6,17 +6,21 @@
 #                   real servers), sanitizer build (ASan+UBSan) + all tests,
 #                   fuzz smoke runs (clang/libFuzzer)
 #   make demo       bootstrap, build, run the main job on the embedded defaults
+#   make test-cluster  the tests labelled "cluster" against a three-node Cassandra
+#                   cluster it starts and stops (scripts/run-cluster-tests); not
+#                   part of `make test`
 #   make unit       plain build, unit tests only (fast, no servers)
 #   make asan       sanitizer build + unit tests
 #   make fuzz       fuzz build + smoke runs
 #   make bench      build and run the benchmarks
 #   make docs       regenerate docs/configuration.md from the config definitions
+#   make release    Release builds with gcc and clang (what CI checks besides the suite)
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-CMAKE_FLAGS ?= -G Ninja
+CMAKE_FLAGS ?= -G Ninja -DCF_WERROR=ON
 CTEST = ctest --output-on-failure -j $(JOBS)
 
-.PHONY: all build test demo unit asan fuzz bench docs bootstrap clean servers-start servers-stop
+.PHONY: all build test test-cluster demo unit asan fuzz bench docs bootstrap clean servers-start servers-stop release
 
 all: build
 
@@ -35,6 +39,12 @@ build-fuzz:
 	@CC=clang cmake -S . -B build-fuzz $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCF_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS)
 
+release:
+	@cmake -S . -B build-release $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build-release -j $(JOBS)
+	@CC=clang cmake -S . -B build-release-clang $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build-release-clang -j $(JOBS)
+
 unit: build
 	cd build && $(CTEST) -L unit
 
@@ -49,6 +59,9 @@ fuzz: build-fuzz
 # environment file that scripts/servers writes.
 test: bootstrap
 	@scripts/run-tests
+
+test-cluster: bootstrap
+	@scripts/run-cluster-tests
 
 demo: bootstrap build
 	@scripts/demo
@@ -66,4 +79,4 @@ servers-stop:
 	@scripts/servers stop
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-release build-release-clang

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "bench_util.h"
 #include "cdcflow/buf.h"
 #include "cdcflow/cassandra_log.h"
 #include "cdcflow/cassandra_mutation.h"
@@ -50,21 +51,6 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static uint8_t *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "bench: cannot open %s\n", path);
-        exit(1);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)n);
-    if (fread(p, 1, (size_t)n, f) != (size_t)n) exit(1);
-    fclose(f);
-    *len = (size_t)n;
-    return p;
-}
 
 /* One pass over a segment; returns mutations read, adds updates.
  * mode 0: framing only (header, markers, CRCs), 1: + decode, 2: + JSON */
@@ -117,7 +103,7 @@ int main(int argc, char **argv) {
     size_t total_bytes = 0, total_mut = 0;
     for (size_t i = 0; i < nin; i++) {
         size_t len;
-        uint8_t *p = slurp(in[i].path, &len);
+        uint8_t *p = bench_slurp(in[i].path, &len);
         in[i].s = cf_cass_schema_new();
         cf_err err;
         if (cf_cass_ddl_parse_file(in[i].s, in[i].schema, &err)) {

@@ -35,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../tests/sink/cdc_gen.h"
@@ -45,157 +47,8 @@
 #include "cdcflow/recordfile.h"
 #include "cdcflow/sink.h"
 
-#define KEYS 200000
-#define BATCH 100000
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-/* The operation stream: op i on key k, delete or upsert with row values. */
-typedef struct ops {
-    gen g; /* rows model + value generator (its record lists stay unused) */
-    uint64_t rng;
-    size_t deletes, upserts;
-} ops;
-
-static void ops_init(ops *o) {
-    gen_init(&o->g, 77, GEN_REWRITE, KEYS, 1, "bench.public.customers");
-    o->rng = 1234567;
-    o->deletes = o->upserts = 0;
-}
-
-/* Next op: returns the id; *del set for a delete; the row (after or before
- * image) in *row. */
-static int32_t ops_next(ops *o, int *del, gen_row *row) {
-    o->rng = o->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    int32_t id = (int32_t)((o->rng >> 33) % KEYS);
-    unsigned dice = (unsigned)((o->rng >> 20) % 100);
-    gen_row *w = &o->g.rows[id];
-    o->g.clock++;
-    if (w->present && dice < 25) { /* ~20% of all events once the table fills */
-        *del = 1;
-        *row = *w;
-        w->present = 0;
-        o->deletes++;
-    } else {
-        *del = 0;
-        gen_fill(&o->g, w, id, gen_next_ver(&o->g, id, 0));
-        *row = *w;
-        o->upserts++;
-    }
-    return id;
-}
-
-/* The next event as JsonConverter bytes (key, value), as Debezium +
- * ExtractNewRecordState would have put them on the topic. */
-static void event_bytes(ops *o, cf_converter *kc, cf_converter *vc, char **kb, size_t *kl, char **vb, size_t *vl) {
-    int del;
-    gen_row row;
-    int32_t id = ops_next(o, &del, &row);
-    cf_value *kv = cf_value_struct(cf_schema_ref(o->g.key_s));
-    cf_value_struct_set(kv, "id", cf_value_int32(id), NULL);
-    cf_value *vv = gen_row_value(&row, o->g.val_s, del ? "true" : "false", 0);
-    cf_err e;
-    cf_converter_from_connect(kc, o->g.topic, o->g.key_s, kv, kb, kl, &e);
-    cf_converter_from_connect(vc, o->g.topic, o->g.val_s, vv, vb, vl, &e);
-    cf_value_destroy(kv);
-    cf_value_destroy(vv);
-}
-
-/* ---------------- the sink side ---------------- */
-
-typedef struct run_result {
-    double conv, route, db, total;
-    size_t events, rows;
-} run_result;
-
-static int run_sink(const cf_sink_options *so, const cf_sink_target *tg, size_t n, run_result *res) {
-    ops o;
-    ops_init(&o);
-    cf_props *pp = cf_props_new();
-    cf_props_set(pp, "schemas.enable", "true");
-    cf_converter *kc, *vc;
-    cf_err e;
-    if (cf_converter_new("json", pp, true, &kc, &e) || cf_converter_new("json", pp, false, &vc, &e)) {
-        fprintf(stderr, "converter: %s\n", e.message);
-        return 1;
-    }
-    cf_sink *s;
-    if (cf_sink_new(so, tg, &s, &e)) {
-        char b[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&e, b, sizeof b));
-        return 1;
-    }
-    enum { CHUNK = 1000 };
-    cf_record *recs[CHUNK];
-    size_t nr = 0;
-    double conv = 0, t_start = now();
-    for (size_t i = 0; i < n; i++) {
-        char *kb, *vb;
-        size_t kl, vl;
-        event_bytes(&o, kc, vc, &kb, &kl, &vb, &vl); /* not measured */
-        /* conversion */
-        double t0 = now();
-        cf_record *r = cf_record_new();
-        cf_record_set_topic(r, o.g.topic);
-        cf_schema *ks, *vs;
-        cf_value *k, *v;
-        if (cf_converter_to_connect(kc, o.g.topic, kb, kl, &ks, &k, &e) ||
-            cf_converter_to_connect(vc, o.g.topic, vb, vl, &vs, &v, &e)) {
-            fprintf(stderr, "to_connect: %s\n", e.message);
-            return 1;
-        }
-        cf_record_set_key(r, ks, k);
-        cf_record_set_value(r, vs, v);
-        r->partition = 0;
-        r->offset = (int64_t)i;
-        conv += now() - t0;
-        free(kb), free(vb);
-        recs[nr++] = r;
-        if (nr == CHUNK || i + 1 == n) {
-            if (cf_sink_put(s, recs, nr, &e)) {
-                char b[2048];
-                fprintf(stderr, "%s\n", cf_err_format(&e, b, sizeof b));
-                return 1;
-            }
-            for (size_t j = 0; j < nr; j++) cf_record_destroy(recs[j]);
-            nr = 0;
-        }
-    }
-    if (cf_sink_flush(s, &e)) {
-        char b[2048];
-        fprintf(stderr, "%s\n", cf_err_format(&e, b, sizeof b));
-        return 1;
-    }
-    double total = now() - t_start;
-    cf_sink_stats st;
-    cf_sink_get_stats(s, &st);
-    cf_sink_destroy(s);
-    res->conv = conv;
-    res->route = st.t_route_s;
-    res->db = st.t_db_s;
-    res->total = conv + st.t_route_s + st.t_db_s;
-    (void)total;
-    res->events = n;
-    res->rows = 0;
-    for (int32_t id = 0; id < KEYS; id++) res->rows += o.g.rows[id].present;
-    printf("  routed: %" PRIu64 " upserts, %" PRIu64 " deletes; compacted away %" PRIu64 "; written %" PRIu64
-           " in %" PRIu64 " flushes\n",
-           st.upserts, st.deletes, st.compacted, st.written, st.flushes);
-    cf_converter_destroy(kc), cf_converter_destroy(vc);
-    cf_props_destroy(pp);
-    gen_free(&o.g);
-    return 0;
-}
-
-static void print_run(const char *what, const run_result *r) {
-    printf("  %s: %zu events in %.2f s = %.0f events/s (conversion %.2f s, routing %.2f s, database %.2f s); "
-           "%zu final rows\n",
-           what, r->events, r->total, r->events / r->total, r->conv, r->route, r->db, r->rows);
-}
+#include "bench_util.h"
+#include "sink_events.h"
 
 /* ---------------- end to end: cdcflow run --input ---------------- */
 
@@ -203,11 +56,10 @@ static void print_run(const char *what, const run_result *r) {
 static int write_recordfile(const char *path, size_t n) {
     ops o;
     ops_init(&o);
-    cf_props *pp = cf_props_new();
-    cf_props_set(pp, "schemas.enable", "true");
+    cf_props *pp;
     cf_converter *kc, *vc;
     cf_err e;
-    if (cf_converter_new("json", pp, true, &kc, &e) || cf_converter_new("json", pp, false, &vc, &e)) return 1;
+    if (json_converters(&pp, &kc, &vc)) return 1;
     cf_recordfile_writer *w;
     if (cf_recordfile_writer_open(path, false, &w, &e)) {
         fprintf(stderr, "%s: %s\n", path, e.message);
@@ -235,10 +87,13 @@ static int write_recordfile(const char *path, size_t n) {
     return rc;
 }
 
-/* Runs `cdcflow run` in dir on the record file; returns the wall time or -1. */
+/* Runs `cdcflow run` in dir on the record file; returns the wall time or -1.
+ * Its peak resident size is its own VmHWM, read every 10 ms while it runs
+ * (after its exec: before it, the child is a copy of this bench). */
 static double run_cli(const char *cli, const char *dir, const char *input, const char *db) {
-    char conf[512], cmd[2048];
+    char conf[512], log[512];
     snprintf(conf, sizeof conf, "%s/bench_sink_%d.json", dir, (int)getpid());
+    snprintf(log, sizeof log, "%s/bench_sink_cli_%d.log", dir, (int)getpid());
     FILE *f = fopen(conf, "w");
     if (!f) return -1;
     fprintf(f,
@@ -247,14 +102,40 @@ static double run_cli(const char *cli, const char *dir, const char *input, const
             "\"value.converter\":\"org.apache.kafka.connect.json.JsonConverter\"}}\n",
             db);
     fclose(f);
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && '%s' run '%s' --input '%s' --worker /dev/null 2> bench_sink_cli_%d.log || "
-             "{ cat bench_sink_cli_%d.log >&2; exit 1; }",
-             dir, cli, conf, input, (int)getpid(), (int)getpid());
+    char *exe = realpath(cli, NULL);
     double t0 = now();
-    int rc = system(cmd);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(dir) != 0 || !freopen(log, "w", stderr)) _exit(127);
+        execl(cli, cli, "run", conf, "--input", input, "--worker", "/dev/null", (char *)NULL);
+        _exit(127);
+    }
+    long peak = -1;
+    int status = -1;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid || r < 0) break;
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+        ssize_t k = readlink(link, target, sizeof target - 1);
+        if (k > 0 && exe) {
+            target[k] = 0;
+            long kb = strcmp(target, exe) == 0 ? bench_peak_rss_kb(pid) : -1;
+            if (kb > peak) peak = kb;
+        }
+        usleep(10000);
+    }
     double t = now() - t0;
+    free(exe);
     unlink(conf);
+    int rc = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    if (rc) {
+        char cmd[1100];
+        snprintf(cmd, sizeof cmd, "cat '%s' >&2", log);
+        if (system(cmd) != 0) fprintf(stderr, "see %s\n", log);
+    } else if (peak > 0) {
+        printf("  `cdcflow run --input`: peak resident memory %.1f MB (its VmHWM)\n", (double)peak / 1024.0);
+    }
     return rc == 0 ? t : -1;
 }
 

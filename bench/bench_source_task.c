@@ -120,7 +120,7 @@ static void bench_stop(void *task) {
 
 static const cf_connector_plugin bench_source = {
     "bench-source", NULL, CF_CONNECTOR_SOURCE, "emits N 100-byte records", "1", &bench_table,
-    {.source = {bench_start, bench_poll, NULL, bench_stop}}};
+    {.source = {.start = bench_start, .poll = bench_poll, .stop = bench_stop}}};
 static const cf_connector_plugin *const plugins[] = {&bench_source, NULL};
 
 static void die_err(const char *what, const cf_err *err) {

@@ -7,11 +7,48 @@
 #ifndef CF_BENCH_UTIL_H
 #define CF_BENCH_UTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include <librdkafka/rdkafka.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* The peak resident size of a running process in kB (VmHWM of
+ * /proc/PID/status; -1 when gone). Read it of the process itself, never
+ * through getrusage(RUSAGE_CHILDREN): a child's ru_maxrss counts what it
+ * held between fork and exec, which is the forking bench's own resident
+ * size (bench_sink reported its 96 MB as cdcflow's). */
+static inline long bench_peak_rss_kb(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) kb = atol(line + 6);
+    if (f) fclose(f);
+    return kb;
+}
+
+/* A whole file in memory (malloc'd, *len bytes); exits the process when it
+ * cannot be read. */
+static inline uint8_t *bench_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "bench: cannot open %s\n", path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc((size_t)n + 1);
+    if (!p || fread(p, 1, (size_t)n, f) != (size_t)n) exit(1);
+    fclose(f);
+    *len = (size_t)n;
+    return p;
+}
 
 /* Seconds on the monotonic clock. */
 static inline double now_s(void) {

@@ -61,9 +61,9 @@ static cf_code sink_flush(void *t, cf_err *e) {
 static void sink_stop(void *t) { (void)t; }
 
 static const cf_connector_plugin idle_source = {
-    "idle-source", NULL, CF_CONNECTOR_SOURCE, "no data", "1", NULL, {.source = {idle_start, idle_poll, NULL, idle_stop}}};
+    "idle-source", NULL, CF_CONNECTOR_SOURCE, "no data", "1", NULL, {.source = {.start = idle_start, .poll = idle_poll, .stop = idle_stop}}};
 static const cf_connector_plugin null_sink = {
-    "null-sink", NULL, CF_CONNECTOR_SINK, "drops", "1", NULL, {.sink = {sink_start, sink_put, sink_flush, sink_stop}}};
+    "null-sink", NULL, CF_CONNECTOR_SINK, "drops", "1", NULL, {.sink = {.start = sink_start, .put = sink_put, .flush = sink_flush, .stop = sink_stop}}};
 static const cf_connector_plugin *const plugins[] = {&idle_source, &null_sink, NULL};
 
 static long rss_kb(void) {

@@ -51,6 +51,13 @@ typedef struct cf_cql_options {
     /* If set, every frame the server sends is appended to this file (9-byte
      * header + body, as received), to make fixtures from a real server. */
     const char *record_path;
+    /* If set, asked at least every 100 ms of every wait on the network
+     * (connect, send, receive): true ends the wait, and the connect or
+     * request fails with CF_ERR_AGAIN ("interrupted"). A stopping caller
+     * (the cassandra-cdc source) is thereby not held for the timeouts
+     * above by a node that accepts and does not answer. */
+    bool (*interrupted)(void *arg);
+    void *interrupt_arg;
 } cf_cql_options;
 
 /* Consistency levels (protocol values). */

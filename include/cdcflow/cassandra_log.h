@@ -21,7 +21,7 @@
  *
  * Errors. The reader never stops at the first bad byte. cf_cass_segment_next
  * returns CF_ERR_CORRUPT with the error filled in (message, detail, hint,
- * where = "<segment file name>@<byte offset>") and has already moved past the
+ * where = "<segment path>@<byte offset>") and has already moved past the
  * damage; calling it again continues with the next entry or the next valid
  * section. Rules (Cassandra's CommitLogReader, made non-fatal):
  *   - bad sync marker CRC that is not the all-zero clean end: report, then
@@ -32,7 +32,17 @@
  *   - entry size CRC (crc1) wrong, size < 10 or larger than the section:
  *     report, stop the section, continue with the next one;
  *   - entry data CRC (crc2) wrong: report, skip the entry, continue;
- *   - size 0 (the zero padding of a preallocated segment): clean end.
+ *   - size 0 inside a section: report (Cassandra fills sections with whole
+ *     entries, so these bytes were zeroed or never written), stop the
+ *     section, continue with the next one; the zero padding of a
+ *     preallocated segment (after its last section, where the next marker
+ *     would be) is the clean end;
+ *   - with the segment's cdc index (cf_cass_segment_set_cdc_index): an
+ *     offset the segment does not reach, or not at a section's end, is
+ *     reported too.
+ * Files: only regular files are read; a FIFO, a directory... in a segment's
+ * or index's place is refused (CF_ERR_INVALID) saying what it is, and is
+ * opened without blocking.
  * Memory: one section (its file bytes and, if compressed, its uncompressed
  * bytes) at a time; sizes are checked against the file before allocating.
  *
@@ -86,6 +96,11 @@ typedef struct cf_cass_segment_info {
 cf_code cf_cass_header_parse(const uint8_t *p, size_t len, const char *name, cf_cass_segment_info *out,
                              cf_err *err);
 
+/* Read an AES key for encrypted segments from a file: 16, 24 or 32 bytes
+ * written as hex (whitespace ignored), e.g. b7d96fb9b11d829179aeeb0b4e81f97a.
+ * CF_ERR_CONFIG naming the file and what is wrong. */
+cf_code cf_cass_key_file_read(const char *path, uint8_t key[32], size_t *len, cf_err *err);
+
 /* Parse "CommitLog-<version>-<id>.log" (directories allowed in front).
  * Returns false if the name does not have that form. */
 bool cf_cass_segment_name_parse(const char *path, int32_t *version, int64_t *id);
@@ -116,12 +131,31 @@ void cf_cass_segment_destroy(cf_cass_segment *s); /* NULL-safe */
 
 const cf_cass_segment_info *cf_cass_segment_get_info(const cf_cass_segment *s);
 const char *cf_cass_segment_name(const cf_cass_segment *s); /* file name without directories */
+/* The path as opened (the name for segments in memory): what error
+ * locations (where = "<path>@<byte offset>") name. */
+const char *cf_cass_segment_path(const cf_cass_segment *s);
 const cf_cass_segment_stats *cf_cass_segment_get_stats(const cf_cass_segment *s);
 
 /* Only read sections that end at or before this logical offset (the offset
  * of a `_cdc.idx` file); -1 (the default) means no limit. May be raised
  * while reading to follow a growing segment. */
 void cf_cass_segment_set_limit(cf_cass_segment *s, int64_t logical_limit);
+
+/* What the segment's `_cdc.idx` says (cf_cass_cdc_idx_read): Cassandra writes
+ * the index after syncing the segment up to its offset, and that offset is
+ * always the end of a sync section. Reading stops there: CF_ERR_EOF when the
+ * index says COMPLETED, CF_ERR_AGAIN otherwise (call this again when the
+ * index grew). A segment that breaks the promise is a data error
+ * (CF_ERR_CORRUPT, counted in stats.corrupt, where = "<path>@<byte offset>"),
+ * never a short read:
+ *   - it ends, or holds zeros, before the offset (truncated or zeroed copy);
+ *     reading of the segment ends;
+ *   - the offset falls inside a sync section; the index is then ignored and
+ *     the segment read to its end;
+ *   - COMPLETED, and a valid sync section follows the offset; it is read too.
+ * Use this instead of cf_cass_segment_set_limit for everything that reads
+ * cdc_raw. */
+void cf_cass_segment_set_cdc_index(cf_cass_segment *s, int64_t offset, bool completed);
 
 typedef struct cf_cass_entry {
     const uint8_t *data;   /* mutation bytes; valid until the next call */
@@ -156,6 +190,29 @@ cf_code cf_cass_cdc_idx_read(const char *idx_path, int retries, int retry_ms, in
                              bool *completed, cf_err *err);
 /* Parse the contents of an index file (no I/O). Empty -> CF_ERR_AGAIN. */
 cf_code cf_cass_cdc_idx_parse(const char *text, size_t len, int64_t *offset, bool *completed, cf_err *err);
+
+/* ---------------- directories (commitlog, cdc_raw) ---------------- */
+
+typedef struct cf_cass_dir_entry {
+    char *path;      /* "<dir>/<name>" */
+    int32_t version; /* from the name */
+    int64_t id;
+    bool has_idx;    /* "<segment>_cdc.idx" is beside it (in cdc_raw, a segment without one holds no CDC data yet) */
+    /* CF_OK, or why the entry cannot be read as a segment, with what was
+     * found in err (CF_ERR_INVALID: a directory, a FIFO, a socket... in a
+     * segment's place): a data error for the caller to report and count */
+    cf_code problem;
+    cf_err err;
+} cf_cass_dir_entry;
+
+/* The entries of `dir` named like segments (CommitLog-<version>-<id>.log),
+ * in segment id order; *out is freed with cf_cass_dir_entries_free. Nothing
+ * is opened (a FIFO cannot block the listing). CF_ERR_NOT_FOUND, saying what
+ * the directory holds instead, when there is no segment in it;
+ * CF_ERR_INVALID when `dir` is not a directory; CF_ERR_IO when it cannot be
+ * read. */
+cf_code cf_cass_dir_list(const char *dir, cf_cass_dir_entry **out, size_t *n, cf_err *err);
+void cf_cass_dir_entries_free(cf_cass_dir_entry *e, size_t n);
 
 #ifdef __cplusplus
 }

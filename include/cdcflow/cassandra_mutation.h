@@ -161,6 +161,16 @@ void cf_cass_decoder_set_schema(cf_cass_decoder *d, const cf_cass_schema *schema
 cf_code cf_cass_decode_mutation(cf_cass_decoder *d, const uint8_t *p, size_t len, int messaging_version,
                                 cf_cass_mutation **out, uint8_t unknown_id[16], cf_err *err);
 
+/* One unsigned vint (Cassandra's VIntCoding, as inside serialized values:
+ * durations, vector element lengths) at *p, not past end; *p moves past it.
+ * False if it does not fit. */
+bool cf_cass_read_uvint(const uint8_t **p, const uint8_t *end, uint64_t *out);
+
+/* One element of a frozen collection, tuple or UDT value: int32 length
+ * (negative: null, *ep NULL) and its bytes; *q moves past it. False if it
+ * does not fit before end. */
+bool cf_cass_read_element(const uint8_t **q, const uint8_t *end, const uint8_t **ep, size_t *en);
+
 /* Read only the table id of the first update (no schema needed). */
 cf_code cf_cass_mutation_first_table_id(const uint8_t *p, size_t len, uint8_t id[16], cf_err *err);
 

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cdcflow/buf.h"
 #include "cdcflow/error.h"
 #include "cdcflow/props.h"
 
@@ -61,6 +62,9 @@ typedef struct cf_cfg_def {
     const char *doc;            /* one or more sentences, Markdown allowed */
 } cf_cfg_def;
 
+/* A parsed, validated configuration. */
+typedef struct cf_config cf_config;
+
 /* A named table of definitions. `defs` ends with an entry whose name is NULL.
  * `prefixes` (NULL-terminated, may be NULL) are key prefixes passed through
  * without checking, e.g. "transforms.", "producer.", "consumer.". */
@@ -72,8 +76,17 @@ typedef struct cf_cfg_table {
     const char *const *prefixes;
 } cf_cfg_table;
 
-/* A parsed, validated configuration. */
-typedef struct cf_config cf_config;
+/* A check across the keys of one table, which one definition cannot
+ * express (e.g. a sink target that contradicts its connection URL): it sets
+ * *problems to one line per problem (malloc'd; NULL when none) and returns
+ * CF_OK or CF_ERR_CONFIG with the first in err. cf_connector_config_check
+ * runs the check of every table a configuration was parsed with. The checks
+ * are listed in src/config/connector_defs.c (weak references, as the table
+ * registry). */
+typedef struct cf_cfg_check {
+    const cf_cfg_table *table;
+    cf_code (*check)(const cf_config *c, char **problems, cf_err *err);
+} cf_cfg_check;
 
 /* Validate props against the union of `tables` (n of them; a key may be
  * defined in any). Missing keys take their defaults. Every problem is
@@ -84,6 +97,8 @@ cf_code cf_config_parse(const cf_cfg_table *const *tables, size_t n, const cf_pr
                         char **problems, cf_err *err);
 void cf_config_destroy(cf_config *c);
 const cf_props *cf_config_props(const cf_config *c);
+/* The tables c was parsed with (static pointers), *n of them. */
+const cf_cfg_table *const *cf_config_tables_of(const cf_config *c, size_t *n);
 
 /* Typed getters for defined keys (value or default). Asking for a key that
  * no table defines is a programming error (abort with a message). */
@@ -98,7 +113,8 @@ const char *const *cf_config_list(const cf_config *c, const char *key, size_t *n
 /* ---- reading configuration files ---- */
 
 /* Kafka Connect JSON: {"name": "x", "config": {...}} or the flat map
- * {"name": "x", "connector.class": ...}. Non-string JSON values (numbers,
+ * {"name": "x", "connector.class": ...}, or an array of one of those.
+ * Non-string JSON values (numbers,
  * booleans) are accepted and turned into their text form, as Connect does.
  * `name` (may be NULL) receives the connector name (malloc'd) if present. */
 cf_code cf_props_from_json(const char *text, size_t len, cf_props **out, char **name, cf_err *err);
@@ -107,8 +123,9 @@ cf_code cf_props_from_json(const char *text, size_t len, cf_props **out, char **
  * java.util.Properties.load. */
 cf_code cf_props_from_properties(const char *text, size_t len, cf_props **out, cf_err *err);
 /* Read a file; the format follows the content (a file whose first
- * non-blank character is '{' is JSON, otherwise .properties). Errors name the
- * file and the line. */
+ * non-blank character is '{' or '[' is JSON, otherwise .properties; a JSON
+ * array must hold exactly one connector object). Errors name the file and
+ * the line. */
 cf_code cf_props_load_file(const char *path, cf_props **out, char **name, cf_err *err);
 
 /* Like cf_props_load_file; `lines` (may be NULL) receives a props mapping
@@ -147,11 +164,29 @@ extern const cf_cfg_table cf_sink_common_table;
 /* Checks across keys that one definition cannot express, as Connect's
  * ConnectorConfig/SinkConnectorConfig.validate do: for a sink exactly one of
  * topics and topics.regex; every alias named in transforms / predicates has
- * its ".type". Problems are appended to *problems as lines (like
- * cf_config_parse); returns CF_OK or CF_ERR_CONFIG with err set to the first.
+ * its ".type"; and each table's own `check`. Problems are appended to
+ * *problems as lines (like cf_config_parse); returns CF_OK or CF_ERR_CONFIG
+ * with err set to the first.
  * c must come from cf_config_parse with cf_connector_common_table (and, when
  * is_sink, cf_sink_common_table) among its tables. */
 cf_code cf_connector_config_check(const cf_config *c, bool is_sink, char **problems, cf_err *err);
+
+/* ---- secrets (src/config/secrets.c) ---- */
+
+/* Whether key's value is a secret, never to be shown (REST, logs, errors,
+ * validate): by its definition when one is known (the key's own in tables,
+ * n of them, may be NULL/0; else the definition of its longest dotted
+ * suffix in any table of cf_config_tables(), so key.converter.X is judged as
+ * the converter's X), PASSWORD-type; a key no table defines by its name, as
+ * Connect names its passwords (*.password, *.basic.auth.user.info,
+ * sasl.jaas.config, *secret*, tokens...). */
+bool cf_config_key_is_secret(const cf_cfg_table *const *tables, size_t n, const char *key);
+/* Append what may be shown of key's value to out: "[hidden]" for a secret
+ * key, else the value with the credentials in it masked
+ * (cf_mask_credentials: postgres://user:[hidden]@host/db). True when
+ * something was hidden. */
+bool cf_config_shown_value(const cf_cfg_table *const *tables, size_t n, const char *key, const char *value,
+                           cf_buf *out);
 
 /* ---- documentation ---- */
 

@@ -83,6 +83,13 @@ cf_code cf_converter_to_connect(cf_converter *c, const char *topic, const char *
  * health checks and metrics; c must stay alive during the call. */
 bool cf_converter_sr_status(const cf_converter *c, cf_sr_status *out);
 
+/* Conversions that wait on the network (the avro converter's Schema Registry
+ * requests and their retries) give up with CF_ERR_AGAIN ("interrupted")
+ * within about 100 ms once *stop is true: a task asked to stop does not wait
+ * out request timeouts. stop is borrowed (NULL: none); no-op for converters
+ * that never wait. Set it before the first conversion. */
+void cf_converter_set_interrupt(cf_converter *c, const atomic_bool *stop);
+
 /* The registered converter plugins, NULL-terminated. */
 const cf_converter_plugin *const *cf_converter_plugins(void);
 const cf_converter_plugin *cf_converter_find(const char *name_or_class);

@@ -29,6 +29,10 @@
  * column and the byte offset in the file. After a bad line the reader can go
  * on with the next one (the caller applies errors.tolerance).
  *
+ * Writing hands the file whole lines only (collected, then written in one
+ * go at 64 KiB and at each flush): a writer killed in the middle leaves
+ * complete lines, the unflushed ones missing, never half a line.
+ *
  * OWNERSHIP: readers and writers are used by one thread; _close frees them.
  * Messages passed in are the caller's; cf_recordfile_read fills the caller's
  * cf_msg (cleared first).
@@ -86,6 +90,33 @@ typedef struct cf_recordfile_writer cf_recordfile_writer;
 /* path "-" writes stdout; append keeps existing lines. */
 cf_code cf_recordfile_writer_open(const char *path, bool append, cf_recordfile_writer **out, cf_err *err);
 cf_recordfile_writer *cf_recordfile_writer_new(FILE *fp, const char *name, bool owns);
+
+/* What cf_recordfile_writer_open_resume found in the file it appends to. */
+typedef struct cf_recordfile_resume {
+    uint64_t size;       /* bytes kept: whole lines of earlier runs (0 for a new file) */
+    uint64_t cut_bytes;  /* bytes of a torn last line cut off (0: none) */
+    uint64_t cut_offset; /* byte offset where the torn line began */
+} cf_recordfile_resume;
+
+/* Open a record file to go on with it: the lines earlier runs wrote are
+ * kept (their records' offsets may be stored, so truncating would lose
+ * them) and new lines are appended. A last line without its '\n' is a write
+ * a crash cut short (its records were never acknowledged: they are sent
+ * again): it is cut off, durably (ftruncate + fsync), before anything is
+ * appended; if it is a whole record that only lacks the '\n' it is kept
+ * and ended instead. Refused with CF_ERR_CORRUPT, the file untouched, when it does
+ * not end like a record file: the last complete line does not parse as a
+ * record, or the unterminated tail does not begin like one ('{'), e.g. a
+ * file of something else named by mistake. Non-regular files (a FIFO,
+ * /dev/stdout) and "-" are written as they are. info may be NULL. */
+cf_code cf_recordfile_writer_open_resume(const char *path, cf_recordfile_writer **out, cf_recordfile_resume *info,
+                                         cf_err *err);
+/* A message without an offset (-1: a source's record, never in Kafka) is
+ * written with the next offset of its topic partition in this file, and
+ * partition 0 when it has none, as a broker's log would place it: the file
+ * is then a valid input for a sink (--input), which orders changes by
+ * offset. Offsets continue after the highest of the partition already
+ * written (or, when appending, already in the file). */
 cf_code cf_recordfile_write(cf_recordfile_writer *w, const cf_msg *m, cf_err *err);
 /* fflush, and fsync for regular files: after CF_OK the lines are durable. */
 cf_code cf_recordfile_writer_flush(cf_recordfile_writer *w, cf_err *err);

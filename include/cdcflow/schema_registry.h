@@ -22,12 +22,18 @@
  * -> CF_ERR_INVALID, 401/403 -> CF_ERR_CONFIG, unreachable / 5xx -> CF_ERR_AGAIN; the detail
  * carries the registry's error_code and message, the where the URL.
  *
+ * Interrupt: a call that waits on the registry (a request, the backoff between retries)
+ * returns CF_ERR_AGAIN within about 100 ms once the flag given to cf_sr_client_set_interrupt
+ * is true (a worker task that is asked to stop must not wait out request timeouts); such a
+ * call does not count as the registry failing.
+ *
  * THREADS: a client may be shared by several threads (one lock around requests and caches,
  * another around the status).
  */
 #ifndef CDCFLOW_SCHEMA_REGISTRY_H
 #define CDCFLOW_SCHEMA_REGISTRY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +79,9 @@ typedef struct cf_sr_client cf_sr_client;
  * network call then fails with CF_ERR_CONFIG; cf_sr_cache_put fills it). */
 cf_code cf_sr_client_new(const cf_sr_config *cfg, cf_sr_client **out, cf_err *err);
 void cf_sr_client_destroy(cf_sr_client *c); /* NULL-safe */
+/* Calls give up (CF_ERR_AGAIN, "interrupted") soon after *stop becomes true; stop (borrowed,
+ * may be NULL for none) must outlive the client's calls. Set it before the calls begin. */
+void cf_sr_client_set_interrupt(cf_sr_client *c, const atomic_bool *stop);
 
 /* Register schema (Avro JSON text) under subject; *id receives the global id. Cached by
  * (subject, text). */

@@ -17,7 +17,10 @@
  *              key and value fields with the same name give one column (the
  *              key's value); `__deleted` and every other field starting with
  *              "__" (ExtractNewRecordState's add.fields) never reach the
- *              table unless listed in keep_fields. A column value equal to
+ *              table unless listed in keep_fields (metadata_columns keeps
+ *              them all, as the Debezium JDBC sink does; `__deleted` is then
+ *              a column, not a delete); the fields kept out are logged once
+ *              per table. skip_deletes skips deletes. A column value equal to
  *              Debezium's `__debezium_unavailable_value` (unchanged TOAST)
  *              keeps the stored value: in a buffer, such a cell takes the
  *              value of the key's previous change when that change came from
@@ -66,7 +69,8 @@
  *              the column `_change_sequence_number` (a name BigQuery
  *              reserves), tombstones in "_cdc_tombstones_<table>", staged
  *              changes in "_cdc_staged_<table>", per-table facts in
- *              "_cdc_tables".
+ *              "_cdc_tables", and where the input of what they hold stands
+ *              in "_cdcflow_positions" (cf_sink_put_at).
  *
  * OWNERSHIP: cf_sink_new copies the options. Records passed to
  * cf_sink_put stay the caller's; what the engine keeps it copies into its
@@ -81,6 +85,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cdcflow/buf.h"
 #include "cdcflow/config.h"
 #include "cdcflow/connector.h"
 #include "cdcflow/error.h"
@@ -123,6 +128,24 @@ char *cf_sink_sanitize_name(const char *name);
 
 /* ---------------- options ---------------- */
 
+/* The BigQuery target's settings (kcbq's names in the connector). */
+typedef struct cf_sink_bq_options {
+    const char *project;          /* NULL: the credentials' project */
+    const char *default_dataset;  /* defaultDataset */
+    const char *const *datasets;  /* "topic-regex=dataset" (kcbq datasets), NULL-terminated; first match wins */
+    const char *keyfile;          /* a key file path or the key's JSON (key_source) */
+    const char *key_source;       /* FILE (default) | JSON | APPLICATION_DEFAULT */
+    const char *storage_endpoint; /* AppendRows: host:port, https://host, http://host:port (plaintext) */
+    const char *api_endpoint;     /* REST API v2 base URL */
+    const char *token_uri;        /* overrides the key's token_uri */
+    const char *metadata_url;     /* the metadata server's base URL */
+    int retries;                  /* retries of a failed request (bigQueryRetry) */
+    int64_t retry_wait_ms;        /* first backoff (bigQueryRetryWait), doubled per retry up to 32x */
+    size_t request_max_bytes;     /* AppendRows request size limit (0: 9 MiB; BigQuery: < 10 MB) */
+    int inflight;                 /* requests sent before the first answer is awaited (0: 4) */
+    int timeout_ms;               /* wait for one response / HTTP request (0: 60000) */
+} cf_sink_bq_options;
+
 typedef struct cf_sink_options {
     const char *target;            /* "sqlite" (default) | "postgres" | "bigquery" */
     const char *sqlite_path;       /* sqlite: the database file */
@@ -140,6 +163,18 @@ typedef struct cf_sink_options {
     bool mediate_schema_updates;   /* serialise DDL across tasks with a lock */
     const char *const *keep_fields;/* "__" fields to keep as columns (NULL-terminated) */
     size_t batch_max_records;      /* buffered records that force an apply (0: 100000) */
+    size_t batch_max_bytes;        /* buffered change bytes (cells, keys) that force an apply (0: no bound) */
+    const char *consumer;          /* positions are stored under this name (the connector's); NULL: none */
+    cf_sink_bq_options bq;         /* bigquery */
+    /* The Debezium JDBC sink's semantics (its connector class as
+     * connector.class, see src/sink/connector.c): */
+    bool skip_deletes;             /* delete.enabled=false: deletes are skipped and counted */
+    bool metadata_columns;         /* every "__" field is a column, `__deleted` too (then not a delete) */
+    const char *table_name_format; /* table.name.format: "${topic}" is the topic with '.' -> '_'; NULL: the topic */
+    /* Cassandra change events (src/sink/cassandra.c): comma-separated CQL
+     * schema files (the sidecar's schema.files) that tell sets from lists
+     * and static columns; NULL: from the events alone */
+    const char *cassandra_schema;
 } cf_sink_options;
 
 /* Fill the defaults (sqlite, auto-create on, new fields on, topics
@@ -152,7 +187,9 @@ void cf_sink_options_default(cf_sink_options *o);
 /* SQL-facing column types. Connect logical types map as: Decimal -> NUMERIC
  * (text, exact), Date -> DATE ("YYYY-MM-DD"), Time -> TIME
  * ("HH:MM:SS.mmm"), Timestamp -> TIMESTAMP ("YYYY-MM-DD HH:MM:SS.mmm", UTC);
- * ARRAY / MAP / STRUCT -> JSON text. */
+ * ARRAY / MAP / STRUCT -> JSON text. FLOAT32/FLOAT64 are REAL in SQLite,
+ * which stores a whole-number REAL as an integer: -0.0 reads back as 0.0
+ * there (PostgreSQL keeps it); the table is in docs/formats.md. */
 typedef enum cf_col_type {
     CF_COL_BOOL = 0,
     CF_COL_INT16,
@@ -185,6 +222,7 @@ typedef struct cf_sink_table {
     uint8_t seq_sections;  /* 1 (offset) or 2 (field/offset) */
     size_t n_created_cols; /* columns the target has already (engine-managed) */
     void *target_state;    /* the target's per-table cache (statements) */
+    struct cf_sink *sink;  /* the engine (for cf_sink_table_reject) */
 } cf_sink_table;
 
 /* One cell of a row, already in SQL form (text for NUMERIC/DATE/TIME/
@@ -215,6 +253,8 @@ typedef enum cf_change_op { CF_CHANGE_UPSERT = 0, CF_CHANGE_DELETE = 1 } cf_chan
  * DELETE needs only the key cells. */
 typedef struct cf_change {
     cf_change_op op;
+    int32_t partition;  /* where the change came from (the last record compacted into it) */
+    int64_t offset;
     bool has_keep;      /* some cell is CF_CELL_KEEP */
     cf_seq seq;
     char seq_text[CF_SEQ_TEXT_MAX];
@@ -228,7 +268,7 @@ typedef struct cf_change {
  * returns CF_OK or fills err (CF_ERR_TARGET for the database's refusals,
  * with the SQL state / message in detail). One target state is used by one
  * thread. Adding a target = one file defining a cf_sink_target and one line
- * in the connector's table (src/sink/bigquery/connector.c). */
+ * in the table of targets (src/sink/targets.c) and in src/cli/plugins.c. */
 typedef struct cf_sink_target {
     const char *name;
     cf_code (*open)(const cf_sink_options *opts, void **state, cf_err *err);
@@ -240,7 +280,10 @@ typedef struct cf_sink_target {
     cf_code (*begin)(void *state, cf_err *err);
     /* Apply changes of one table (each key at most once) now. */
     cf_code (*apply)(void *state, cf_sink_table *t, cf_change *const *changes, size_t n, cf_err *err);
-    /* Staleness mode: append the changes to the staging table. */
+    /* Staleness mode: append the changes to the staging table. NULL (with
+     * apply_staged NULL): the database applies max_staleness itself
+     * (BigQuery), so the engine applies at flush and runs no background
+     * thread. */
     cf_code (*stage)(void *state, cf_sink_table *t, cf_change *const *changes, size_t n, cf_err *err);
     /* Apply staged changes of the table (latest per key) and empty staging;
      * *applied receives the number of staged rows consumed. */
@@ -251,7 +294,40 @@ typedef struct cf_sink_target {
     void (*rollback)(void *state);
     void (*free_table_state)(void *state, cf_sink_table *t);
     void (*close)(void *state);
+    /* The sequence number stored for the key of `key` (its first n_key
+     * cells): the row's, else its tombstone's; *found false when the table
+     * or the key is not there. For a delete whose sequence field is missing
+     * or a default (REPLICA IDENTITY DEFAULT), which takes its field section
+     * from what is stored. NULL: the target cannot tell (such a delete is
+     * then an error). */
+    cf_code (*stored_seq)(void *state, cf_sink_table *t, const cf_change *key, bool *found, cf_seq *seq, cf_err *err);
+    /* Positions (optional: NULL = the target keeps none). Store p[0..n) under
+     * consumer inside the transaction begin() opened (insert or replace by
+     * consumer, stream, partition), in the table "_cdcflow_positions"; read
+     * back every row of consumer (outside a transaction). */
+    cf_code (*save_positions)(void *state, const char *consumer, const cf_sink_stored_position *p, size_t n,
+                              cf_err *err);
+    cf_code (*load_positions)(void *state, const char *consumer, cf_sink_stored_position **out, size_t *n,
+                              cf_err *err);
+    /* Row state of Cassandra change events (optional: NULL = the target
+     * cannot apply them; src/sink/cassandra.c). One opaque blob per (space,
+     * key) in the table "_cdc_cassandra_state": state_get reads it outside a
+     * transaction (*found false when there is none; the table is created on
+     * first use), state_put inserts or replaces it inside the transaction
+     * begin() opened, so the state and the rows it produced commit together. */
+    cf_code (*state_get)(void *state, const char *space, const void *key, size_t klen, cf_buf *out, bool *found,
+                         cf_err *err);
+    cf_code (*state_put)(void *state, const char *space, const void *key, size_t klen, const void *val, size_t vlen,
+                         cf_err *err);
 } cf_sink_target;
+
+/* For targets: a change the database refused as bad data (BigQuery's
+ * row_errors) goes to the engine's reporter (errors.tolerance, the dead
+ * letter queue) as a record rebuilt from it: the table's topic, the
+ * change's partition and offset, a key struct of the key columns and a value
+ * struct of every column (NULL for a DELETE). CF_OK: go on without it; an
+ * error code: the apply fails (errors.tolerance=none). */
+cf_code cf_sink_table_reject(cf_sink_table *t, const cf_change *c, const cf_err *problem, cf_err *err);
 
 /* For targets: compact changes of one table (n_key key cells each) in place,
  * the later of equal sequence numbers winning, cells that keep the stored
@@ -260,11 +336,13 @@ size_t cf_sink_compact(cf_change **changes, size_t n, size_t n_key);
 
 extern const cf_sink_target cf_sink_target_sqlite;   /* src/sink/sqlite */
 extern const cf_sink_target cf_sink_target_postgres; /* src/sink/postgres */
-/* The target named "sqlite" | "postgres" (alias "postgresql") | "bigquery".
- * bigquery (not built yet) and unknown names are CF_ERR_CONFIG with a hint.
- * Defined with the connector (src/sink/bigquery/connector.c), the module
- * that sees every target. */
+/* The target named "sqlite" | "postgres" (alias "postgresql") | "bigquery"
+ * (src/sink/targets.c; NULL or "" is sqlite). A target not linked into the
+ * program and unknown names are CF_ERR_CONFIG
+ * with a hint naming the targets there are. */
 cf_code cf_sink_target_find(const char *name, const cf_sink_target **out, cf_err *err);
+/* The linked targets' names, ", "-separated, into buf (cut at cap). */
+const char *cf_sink_target_names(char *buf, size_t cap);
 
 /* ---------------- the engine ---------------- */
 
@@ -281,6 +359,7 @@ typedef struct cf_sink_stats {
     uint64_t deletes;        /* routed deletes */
     uint64_t skipped_tombstones; /* seq_field mode: tombstones skipped */
     uint64_t skipped_other;  /* raw envelopes with op t/m */
+    uint64_t skipped_deletes; /* skip_deletes: deletes not applied */
     uint64_t bad_records;    /* reported and tolerated */
     uint64_t compacted;      /* changes dropped by compaction */
     uint64_t written;        /* changes handed to the target */
@@ -300,6 +379,18 @@ void cf_sink_set_reporter(cf_sink *s, cf_sink_report_fn fn, void *ud);
 /* Route and buffer records. A bad record goes to the reporter; a target
  * failure (an apply forced by batch_max_records) fails the put. */
 cf_code cf_sink_put(cf_sink *s, cf_record *const *records, size_t n, cf_err *err);
+/* The same, with where the input stands after each record (pos[i] after
+ * records[i]; pos may be NULL; a NULL record only moves the position: one
+ * the caller dropped, e.g. reported as bad). With opts->consumer set and a target that
+ * keeps positions, every apply (a flush, or one batch_max_records forces in
+ * the middle of a put) stores the position after the last record it covers,
+ * per topic partition and per source partition, in the same transaction as
+ * the rows: records skipped or reported as bad move the position too. So
+ * what the table holds and where its input resumes never disagree. */
+cf_code cf_sink_put_at(cf_sink *s, cf_record *const *records, const cf_sink_position *pos, size_t n, cf_err *err);
+/* The positions stored under opts->consumer (cf_sink_stored_positions_free);
+ * none (n = 0) when the target keeps none or consumer is not set. */
+cf_code cf_sink_read_positions(cf_sink *s, cf_sink_stored_position **out, size_t *n, cf_err *err);
 /* Compact and apply (or stage) everything buffered, in one transaction. */
 cf_code cf_sink_flush(cf_sink *s, cf_err *err);
 /* Staleness mode: apply what is staged now (the background thread calls
@@ -324,8 +415,8 @@ cf_code cf_sink_route_one(const cf_sink_options *opts, const cf_record *rec, cf_
 
 /* ---------------- the connector ---------------- */
 
-/* "cdc-sink": the sink connector plugin (src/sink/bigquery/connector.c, the
- * last sink module, because it knows every target). Its settings: */
+/* "cdc-sink": the sink connector plugin (src/sink/connector.c; it finds
+ * its target through cf_sink_target_find). Its settings: */
 extern const cf_cfg_table cf_sink_config_table;
 extern const cf_connector_plugin cf_connector_cdc_sink;
 

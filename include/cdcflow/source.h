@@ -130,6 +130,10 @@ typedef struct cf_native_ops {
      * (topic, key, headers...), or set *keep = false to drop it (its offset
      * still advances). */
     cf_code (*last_evolution)(void *self, const cf_native_info *info, cf_record *rec, bool *keep, cf_err *err);
+    /* Optional: the last listing stopped before objects that exist but may
+     * not be read yet (files: younger than files.min.age.ms). A bounded run
+     * waits for them instead of ending. NULL: never. */
+    bool (*held_back)(void *self);
 } cf_native_ops;
 
 /* The evolving record: a pipeline of map/filter steps from the native
@@ -180,6 +184,11 @@ extern const char *const cf_source_distributions[];
      "Source", \
      "Listings normally start after the last object read; every this many ms the listing starts from the " \
      "beginning again, to find objects whose names sort before it (finished ones are skipped by their done mark)."}, \
+    {"bounded", CF_CFG_BOOLEAN, "false", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "Source", \
+     "Batch load: read the objects the listing holds (every page of it; objects held back as too young are " \
+     "waited for), then end the task (FINISHED): `cdcflow run` exits when its inputs end. Objects already done " \
+     "by their stored offsets are skipped, so a second bounded run reads only what is new; a damaged object is " \
+     "tried once and reported (errors.tolerance). false: keep watching for new objects."}, \
     {"queue.max.records", CF_CFG_INT, "2000", false, NULL, true, 1, 10000000, NULL, CF_IMPORTANCE_LOW, "Source", \
      "Bound of the queue between the poller thread and poll()."}, \
     {"extractor.buffer", CF_CFG_INT, "4096", false, NULL, true, 1, 67108864, NULL, CF_IMPORTANCE_LOW, "Source", \

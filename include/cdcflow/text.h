@@ -15,7 +15,14 @@
  *     padding rules: record files are strict, the JsonConverter lenient);
  *   - the JSON string escape table: \" \\ \b \f \n \r \t, other bytes below
  *     0x20 as \u00XX with upper-case hex, everything else ('/', DEL, UTF-8)
- *     raw. Jackson and yajl (kcat) both write exactly this.
+ *     raw. Jackson and yajl (kcat) both write exactly this;
+ *   - Java's number texts: Double.toString / Float.toString (the shortest
+ *     digits that read back, "1.0E10" outside [1e-3, 1e7)) and
+ *     BigDecimal.toString, which the JsonConverter writes and the Cast
+ *     transform produces;
+ *   - "did you mean": the edit distance between names and when a name is
+ *     close enough to suggest (unknown settings, connector, transform and
+ *     predicate class names).
  * Nothing here allocates except through the cf_buf it is given.
  */
 #ifndef CDCFLOW_TEXT_H
@@ -75,6 +82,46 @@ typedef enum cf_json_bytes {
 /* Append s[0..n) as a JSON string literal, quotes included, with the escape
  * table above. */
 void cf_json_write_string(cf_buf *b, const char *s, size_t n, cf_json_bytes invalid);
+
+/* Civil dates (proleptic Gregorian, Howard Hinnant's algorithms): days
+ * since 1970-01-01 from year, month 1..12, day 1..31, and back. */
+int64_t cf_days_from_civil(int64_t y, unsigned m, unsigned d);
+void cf_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+
+/* Java's Double.toString / Float.toString (JDK 19+ shortest digits). NaN
+ * and infinities as "NaN", "Infinity", "-Infinity". */
+void cf_java_double_text(cf_buf *b, double d);
+void cf_java_float_text(cf_buf *b, float f);
+/* Java's BigDecimal.toString of unscaled * 10^-scale, given the unscaled
+ * decimal digits (with an optional leading '-'). */
+void cf_java_bigdecimal_text(cf_buf *b, const char *unscaled_digits, int32_t scale);
+
+/* Levenshtein distance, ASCII case-insensitive; (size_t)-1 for names longer
+ * than 200 bytes. */
+size_t cf_edit_distance(const char *a, const char *b);
+/* Whether a name at distance d from `typed` is worth suggesting. */
+bool cf_close_enough(const char *typed, size_t d);
+/* The candidate closest to `typed` if it is close enough, else NULL. Also
+ * compares the part after the last '.' (a class's simple name) of both, so
+ * "org.example.ValueToKeys" suggests "...transforms.ValueToKey". */
+const char *cf_did_you_mean(const char *typed, const char *const *candidates, size_t n);
+
+/* ---- credentials in text (src/core/mask.c) ----
+ * The one place that finds credentials inside free text, used by the log
+ * (every line), cf_err (every field) and the configuration views (REST,
+ * validate): the password of a URL's user info, scheme://user:PASSWORD@host
+ * (RFC 3986 authority: it ends at '/', '?', '#', whitespace, a quote or ',';
+ * the user stays, as in postgres://user:[hidden]@host/db), and the value of
+ * password=, passwd=, pwd=, secret= and token= pairs (libpq conninfo, URL
+ * queries, JDBC, JAAS: quoted values to their closing quote). Which
+ * settings are secret as a whole is decided in src/config/secrets.c. */
+#define CF_HIDDEN "[hidden]"
+/* Append s with its credentials replaced by CF_HIDDEN to out; true when
+ * something was hidden. */
+bool cf_mask_credentials(const char *s, cf_buf *out);
+/* The same in place in the NUL-terminated s, a buffer of size bytes (the
+ * text is cut when the mask is longer than what it hides). No allocation. */
+void cf_mask_credentials_inplace(char *s, size_t size);
 
 #ifdef __cplusplus
 }

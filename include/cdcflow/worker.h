@@ -79,6 +79,17 @@ typedef struct cf_worker_transforms {
     void (*destroy)(void *chain);
 } cf_worker_transforms;
 
+/* More REST paths (the worker's listener, token and TLS): a request whose
+ * path starts with prefix goes to handle, in the REST thread. handle sets
+ * *content_type (NULL: application/json), appends the body to out and
+ * returns the HTTP status; 0 means "not mine" (the next route, then 404). */
+typedef struct cf_worker_route {
+    const char *prefix; /* e.g. "/api/v1/services/cdc/" */
+    int (*handle)(void *arg, cf_worker *w, const char *method, const char *path, const char *body, size_t body_len,
+                  const char **content_type, cf_buf *out);
+    void *arg;
+} cf_worker_route;
+
 typedef struct cf_worker_opts {
     /* Extra plugins searched before the registry (NULL-terminated, may be
      * NULL). Tests use it to run plugins defined in the test program. */
@@ -87,6 +98,13 @@ typedef struct cf_worker_opts {
     const char *output_file; /* sources write this record file */
     bool rest;               /* start the REST server (listeners / rest.port) */
     const cf_worker_transforms *transforms; /* NULL: "transforms" must be empty */
+    const cf_worker_route *routes;           /* n_routes more REST paths (borrowed: outlive the worker) */
+    size_t n_routes;
+    /* Every problem of a connector config, one "key: message" line each
+     * appended to out, how many returned: the checks of `cdcflow validate`
+     * (the CLI's cf_cli_validate_props), for PUT /connector-plugins/{plugin}/
+     * config/validate. NULL: the worker checks its tables only. */
+    int (*validate)(const cf_props *config, cf_buf *out);
 } cf_worker_opts;
 
 /* Validate the worker settings and create the worker (no threads yet).
@@ -105,18 +123,39 @@ cf_code cf_worker_start(cf_worker *w, cf_err *err);
  * stopping (REST 409);
  * CF_ERR_NOT_FOUND: unknown connector.class. */
 cf_code cf_worker_add_connector(cf_worker *w, const char *name, const cf_props *config, cf_err *err);
-/* Update, delete and restart: CF_ERR_STATE (REST 409) once the worker is
- * stopping (cf_worker_run ended its loop, or cf_worker_destroy), and a
- * restart of a connector deleted or replaced meanwhile; CF_ERR_NOT_FOUND
- * for an unknown name. Concurrent calls on one connector take turns. */
+/* Update, delete, restart, pause, resume, stop and the offsets' changes:
+ * CF_ERR_STATE (REST 409) once the worker is stopping (cf_worker_run ended
+ * its loop, or cf_worker_destroy), and an operation on a connector deleted
+ * or replaced meanwhile; CF_ERR_NOT_FOUND for an unknown name. Concurrent
+ * calls on one connector take turns. */
 /* Replace the configuration (stop tasks, start with the new one). */
 cf_code cf_worker_update_connector(cf_worker *w, const char *name, const cf_props *config, cf_err *err);
 /* Stop the tasks (flush, commit) and forget the connector. */
 cf_code cf_worker_delete_connector(cf_worker *w, const char *name, cf_err *err);
+/* Pause and resume; of a STOPPED connector both start its tasks again
+ * (paused for a pause), as Connect's target states. */
 cf_code cf_worker_pause_connector(cf_worker *w, const char *name, cf_err *err);
 cf_code cf_worker_resume_connector(cf_worker *w, const char *name, cf_err *err);
+/* KIP-875's stop: stop the tasks (flush, commit, as a delete) and keep the
+ * connector STOPPED, its config kept, without tasks, until a resume or a
+ * pause. Idempotent. */
+cf_code cf_worker_stop_connector(cf_worker *w, const char *name, cf_err *err);
+/* KIP-875's PATCH /connectors/{name}/offsets of a STOPPED source connector:
+ * body {"offsets": [{"partition": {...}, "offset": {...} | null}]} (null
+ * removes that partition's offset), every entry checked before any is
+ * stored; and DELETE (reset: every offset of the connector removed). Stored
+ * and flushed at once; the tasks read them when resumed. *message: Connect's
+ * answer (malloc'd). Errors: CF_ERR_NOT_FOUND; CF_ERR_INVALID (REST 400) for
+ * a connector not STOPPED (Connect's message) or a bad body;
+ * CF_ERR_UNSUPPORTED (REST 501) for a sink; the store's flush error. */
+cf_code cf_worker_alter_connector_offsets(cf_worker *w, const char *name, const char *body, size_t body_len,
+                                          char **message, cf_err *err);
+cf_code cf_worker_reset_connector_offsets(cf_worker *w, const char *name, char **message, cf_err *err);
 /* Stop and start the tasks (failed ones only with only_failed). */
 cf_code cf_worker_restart_connector(cf_worker *w, const char *name, bool only_failed, cf_err *err);
+/* Restart one task (Connect's POST /connectors/{name}/tasks/{id}/restart): CF_ERR_NOT_FOUND for an
+ * unknown connector or task number. */
+cf_code cf_worker_restart_task(cf_worker *w, const char *name, int task_id, cf_err *err);
 
 /* Block until every connector finished (bounded inputs), one failed and
  * the worker stops on failure (stop_on_failure), or cf_worker_stop was
@@ -133,6 +172,27 @@ void cf_worker_destroy(cf_worker *w);
 /* Count of records reported as errors (errors.tolerance=all) since start:
  * the CLI exits 3 when it is not zero. */
 uint64_t cf_worker_error_count(const cf_worker *w);
+
+/* THE STOP IS BOUNDED. A stop (cf_worker_run's end, a REST delete, update or
+ * restart) takes at most task.shutdown.graceful.timeout.ms, plus
+ * CF_WORKER_STOP_MARGIN_MS for the clients' own teardown: sources wait for
+ * acknowledgements, sinks flush, commits and the consumer leaving its group
+ * are waited for until then, Schema Registry requests are abandoned. What
+ * could not be committed by then is logged (connector, task, partitions and
+ * offsets) and is read again at the next start. The only waits the worker
+ * cannot cut are inside a plugin (a database statement on a server that
+ * does not answer): the CLI ends the process at the bound in that case. */
+#define CF_WORKER_STOP_MARGIN_MS 1000
+/* Tasks whose stop at the end of cf_worker_run could not commit everything
+ * (the CLI exits 4 when it is not zero). */
+uint64_t cf_worker_unclean_stops(const cf_worker *w);
+/* task.shutdown.graceful.timeout.ms + CF_WORKER_STOP_MARGIN_MS. */
+int64_t cf_worker_stop_bound_ms(const cf_worker *w);
+/* Log (WARN) what each task has read or sent and not committed, as the
+ * tasks last published it: for a process that ends before its stop did (a
+ * second signal, the stop bound). Any thread; waits at most a second for
+ * the worker's lock. */
+void cf_worker_log_uncommitted(cf_worker *w);
 /* The REST port actually bound (useful with rest.port=0), or 0. */
 int cf_worker_rest_port(const cf_worker *w);
 
@@ -142,7 +202,10 @@ typedef enum cf_state {
     CF_STATE_RUNNING,
     CF_STATE_PAUSED,
     CF_STATE_FAILED,
-    CF_STATE_FINISHED /* bounded input done (ours; Connect has no such state) */
+    CF_STATE_FINISHED, /* bounded input done (ours; Connect has no such state) */
+    CF_STATE_STOPPED   /* a task: stopped cleanly (signal, REST delete/restart/stop): all it read or sent
+                        * committed (KIP-875's name); a stop that could not commit everything ends
+                        * UNASSIGNED. A connector: stopped by PUT .../stop (KIP-875) */
 } cf_state;
 const char *cf_state_name(cf_state s); /* "RUNNING", ... */
 
@@ -151,7 +214,25 @@ char *cf_worker_connectors_json(cf_worker *w);              /* ["a","b"] */
 char *cf_worker_connector_json(cf_worker *w, const char *name);        /* {name, config, tasks, type} */
 char *cf_worker_connector_config_json(cf_worker *w, const char *name); /* {config} */
 char *cf_worker_connector_status_json(cf_worker *w, const char *name); /* {name, connector, tasks, type} */
+char *cf_worker_task_status_json(cf_worker *w, const char *name, int task_id); /* {id,state,worker_id[,trace]}; NULL: none */
 char *cf_worker_plugins_json(cf_worker *w);                 /* [{class,type,version}] */
+/* Connect's active topics {"<name>": {"topics": [...]}}: the topics the
+ * connector's records were produced to (source) or consumed from (sink) since
+ * it was created or the last reset; NULL if unknown. Reset empties them
+ * (CF_ERR_NOT_FOUND if unknown). */
+char *cf_worker_connector_topics_json(cf_worker *w, const char *name);
+cf_code cf_worker_reset_connector_topics(cf_worker *w, const char *name, cf_err *err);
+/* KIP-875's {"offsets": [{"partition","offset"}]} of a source connector;
+ * NULL with err: CF_ERR_NOT_FOUND (unknown), CF_ERR_UNSUPPORTED (a sink). */
+char *cf_worker_connector_offsets_json(cf_worker *w, const char *name, cf_err *err);
+/* Connect's ConfigInfos for PUT /connector-plugins/{plugin}/config/validate:
+ * {name, error_count, groups, configs:[{definition, value}]}, every problem
+ * listed. NULL with err (CF_ERR_CONFIG: 400) when config names no connector
+ * class or another plugin than `plugin`. */
+char *cf_worker_validate_json(cf_worker *w, const char *plugin, const cf_props *config, cf_err *err);
+/* Every problem of a connector config, one "key: message" line each, appended
+ * to out; returns how many (cf_worker_opts.validate, else the tables). */
+int cf_worker_config_problems(cf_worker *w, const cf_props *config, cf_buf *out);
 /* Prometheus text exposition of the metrics (appended to out). Tasks whose
  * key or value converter uses a Schema Registry (avro) add, per task and
  * converter (labels connector, task, converter="key"|"value"):
@@ -195,6 +276,9 @@ void cf_offset_store_put(cf_offset_store *s, const char *connector, const cf_val
 cf_code cf_offset_store_flush(cf_offset_store *s, cf_err *err);
 /* Number of keys (for tests and metrics). */
 size_t cf_offset_store_count(cf_offset_store *s);
+/* The stored offsets of one connector, as KIP-875's GET /connectors/{name}/offsets
+ * lists them: [{"partition": {...}, "offset": {...}}, ...] (malloc'd JSON). */
+char *cf_offset_store_connector_json(cf_offset_store *s, const char *connector);
 void cf_offset_store_destroy(cf_offset_store *s);
 
 #ifdef __cplusplus

@@ -18,26 +18,22 @@ support (it predates vector) does not matter, and carry USING TIMESTAMP where
 CQL allows it so write times are known.
 usage: workload.py HOST PORT OUTDIR
 """
-import json
 import os
 import sys
 import time
 
 from cassandra.cluster import Cluster
-from cassandra.query import SimpleStatement
 from cassandra import ConsistencyLevel
 
+from oracle import Recorder, write_oracle
+
 host, port, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-os.makedirs(os.path.join(out, "expected"), exist_ok=True)
+os.makedirs(out, exist_ok=True)
 cluster = Cluster([host], port=port, connect_timeout=30, control_connection_timeout=30)
 session = cluster.connect()
 session.default_timeout = 60
-log = open(os.path.join(out, "workload.cql"), "w")
-
-
-def run(cql):
-    log.write(cql.strip() + ";\n")
-    return session.execute(SimpleStatement(cql, consistency_level=ConsistencyLevel.ONE))
+rec = Recorder(session, os.path.join(out, "workload.cql"), ConsistencyLevel.ONE)
+run = rec.run
 
 
 TS = 1700000000000000  # microseconds; every USING TIMESTAMP is TS + n
@@ -172,34 +168,13 @@ if BULK:
     time.sleep(1)
     for i in range(BULK):
         session.execute(f"INSERT INTO cdcks.bulk (k, n, v) VALUES ({i}, {i}, 'v{i}{'x' * 1000}') USING TIMESTAMP {ts(1000 + i)}")
-    log.write(f"-- {BULK} x INSERT INTO cdcks.bulk (k, n, v) VALUES (i, i, 'v<i>' || 1000 * 'x') USING TIMESTAMP {ts(1000)} + i*1000;\n")
-log.close()
+    rec.comment(f"{BULK} x INSERT INTO cdcks.bulk (k, n, v) VALUES (i, i, 'v<i>' || 1000 * 'x') USING TIMESTAMP {ts(1000)} + i*1000;")
+rec.close()
 
 # ---------------------------------------------------------------- what Cassandra says
-with open(os.path.join(out, "schema.cql"), "w") as f:
-    for r in session.execute("DESCRIBE KEYSPACE cdcks WITH INTERNALS"):
-        f.write(r.create_statement.strip() + "\n\n")
-
-schema = {}
-for t in ("keyspaces", "tables", "columns", "dropped_columns", "types"):
-    rows = session.execute(f"SELECT JSON * FROM system_schema.{t} WHERE keyspace_name = 'cdcks'")
-    schema[t] = [json.loads(r[0]) for r in rows]
-with open(os.path.join(out, "system_schema.json"), "w") as f:
-    json.dump(schema, f, indent=1, sort_keys=True)
-    f.write("\n")
-
 pk = {"all_types": "id, bucket", "events": "p", "simple": "k", "counters": "k", "plain": "k"}
 if BULK:
     pk["bulk"] = "k"
-with open(os.path.join(out, "tokens.jsonl"), "w") as tf:
-    for table, cols in pk.items():
-        with open(os.path.join(out, "expected", table + ".jsonl"), "w") as f:
-            # bulk: k and n only (v is 'v<n>' followed by 1000 'x')
-            sel = "k, n" if table == "bulk" else "*"
-            for r in session.execute(f"SELECT JSON {sel} FROM cdcks.{table}"):
-                f.write(r[0] + "\n")
-        for r in session.execute(f"SELECT DISTINCT {cols}, token({cols}) AS t FROM cdcks.{table}"):
-            d = r._asdict()
-            tf.write(json.dumps({"table": table, "key": {k: d[k] for k in cols.split(", ")}, "token": d["t"]},
-                                sort_keys=True) + "\n")
+# bulk: k and n only (v is 'v<n>' followed by 1000 'x')
+write_oracle(session, out, "cdcks", pk, ConsistencyLevel.ONE, select={"bulk": "k, n"})
 cluster.shutdown()

@@ -58,7 +58,12 @@ struct cf_cql_conn {
     int16_t next_stream;
     cf_cql_event *events;
     size_t n_events, cap_events;
+    bool (*interrupted)(void *arg); /* cf_cql_options.interrupted */
+    void *interrupt_arg;
 };
+
+/* The slice of a wait between two questions to an interrupt. */
+#define INTERRUPT_SLICE_MS 100
 
 /* ---- time and socket I/O ---- */
 
@@ -82,8 +87,14 @@ static cf_code wait_fd(cf_cql_conn *c, short events, int64_t deadline, cf_err *e
             cf_err_hint(err, "the node may be overloaded or down; request_timeout_ms is %d", c->request_timeout_ms);
             return CF_ERR_AGAIN;
         }
+        if (c->interrupted && c->interrupted(c->interrupt_arg)) {
+            cf_err_set(err, CF_ERR_AGAIN, "CQL connection: interrupted: the caller is stopping");
+            cf_err_where(err, "%s:%d", c->host ? c->host : "fd", c->port);
+            return CF_ERR_AGAIN;
+        }
+        int64_t most = c->interrupted ? INTERRUPT_SLICE_MS : 1000000;
         struct pollfd p = {.fd = c->fd, .events = events};
-        int r = poll(&p, 1, left > 1000000 ? 1000000 : (int)left);
+        int r = poll(&p, 1, left > most ? (int)most : (int)left);
         if (r > 0) return CF_OK;
         if (r < 0 && errno != EINTR) {
             io_fail(c, err, "poll failed");
@@ -609,6 +620,8 @@ static cf_cql_conn *conn_new(int fd, const cf_cql_options *opt, cf_err *err, cf_
     if (opt && opt->password) c->password = cf_xstrdup(opt->password);
     c->next_stream = 1;
     c->version = opt && opt->protocol_version == 5 ? 5 : 4;
+    c->interrupted = opt ? opt->interrupted : NULL;
+    c->interrupt_arg = opt ? opt->interrupt_arg : NULL;
     *rc = CF_OK;
     if (opt && opt->record_path) {
         c->rec = fopen(opt->record_path, "ab");
@@ -632,7 +645,8 @@ cf_code cf_cql_connect_fd(int fd, const cf_cql_options *opt, cf_cql_conn **out, 
     return CF_OK;
 }
 
-static cf_code open_socket(const char *host, int port, int cto, int *out_fd, cf_err *err) {
+static cf_code open_socket(const char *host, int port, int cto, const cf_cql_options *opt, int *out_fd,
+                           cf_err *err) {
     char ports[16];
     snprintf(ports, sizeof ports, "%d", port);
     struct addrinfo hints = {0}, *res = NULL;
@@ -651,7 +665,21 @@ static cf_code open_socket(const char *host, int port, int cto, int *out_fd, cf_
         int r = connect(fd, a->ai_addr, a->ai_addrlen);
         if (r < 0 && errno == EINPROGRESS) {
             struct pollfd p = {.fd = fd, .events = POLLOUT};
-            r = poll(&p, 1, cto);
+            if (opt && opt->interrupted) { /* in slices: an interrupt ends the wait */
+                r = 0;
+                for (int left = cto; left > 0 && r == 0 && !opt->interrupted(opt->interrupt_arg);
+                     left -= INTERRUPT_SLICE_MS)
+                    r = poll(&p, 1, left < INTERRUPT_SLICE_MS ? left : INTERRUPT_SLICE_MS);
+                if (r == 0 && opt->interrupted(opt->interrupt_arg)) {
+                    close(fd);
+                    freeaddrinfo(res);
+                    cf_err_set(err, CF_ERR_AGAIN, "connecting to Cassandra at %s:%d interrupted: the caller is stopping",
+                               host, port);
+                    return CF_ERR_AGAIN;
+                }
+            } else {
+                r = poll(&p, 1, cto);
+            }
             int soerr = 0;
             socklen_t sl = sizeof soerr;
             if (r == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0) r = 0;
@@ -693,7 +721,7 @@ cf_code cf_cql_connect(const cf_cql_options *opt, cf_cql_conn **out, cf_err *err
      * know v5 answers with a protocol error in its own version) */
     for (int v = want ? want : 5; v >= (want ? want : 4); v--) {
         int fd = -1;
-        cf_code rc = open_socket(host, port, cto, &fd, err);
+        cf_code rc = open_socket(host, port, cto, opt, &fd, err);
         if (rc) return rc;
         o.protocol_version = v;
         rc = cf_cql_connect_fd(fd, &o, out, err);

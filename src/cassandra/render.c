@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cdcflow/text.h"
 #include "cdcflow/cassandra_mutation.h"
 
 static const char HEX[] = "0123456789abcdef";
@@ -231,19 +232,6 @@ static void java_float(cf_buf *b, double v, bool is_float) {
     }
 }
 
-/* days since 1970-01-01 -> civil date (proleptic Gregorian; H. Hinnant) */
-static void civil(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t yy = (int64_t)yoe + era * 400;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = yy + (*m <= 2);
-}
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
@@ -252,12 +240,12 @@ static void timestamp(cf_buf *b, int64_t ms) {
     int64_t rem = ms - days * 86400000;
     int64_t y;
     unsigned mo, d;
-    civil(days, &y, &mo, &d);
+    cf_civil_from_days(days, &y, &mo, &d);
     cf_buf_printf(b, "\"%04lld-%02u-%02u %02d:%02d:%02d.%03dZ\"", (long long)y, mo, d, (int)(rem / 3600000),
                   (int)(rem / 60000 % 60), (int)(rem / 1000 % 60), (int)(rem % 1000));
 }
 
-static bool read_uvint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+bool cf_cass_read_uvint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
     if (*p >= end) return false;
     uint8_t first = **p;
     int extra = first < 0x80 ? 0 : first == 0xff ? 8 : __builtin_clz((unsigned)(uint8_t)~first) - 24;
@@ -271,7 +259,7 @@ static bool read_uvint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
 
 static bool read_signed_vint(const uint8_t **p, const uint8_t *end, int64_t *out) {
     uint64_t v;
-    if (!read_uvint(p, end, &v)) return false;
+    if (!cf_cass_read_uvint(p, end, &v)) return false;
     *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
     return true;
 }
@@ -310,23 +298,26 @@ static bool is_text(const cf_cql_type *t) { return t->kind == CF_CQL_ASCII || t-
 
 static cf_code value_json(const cf_cql_type *t, const uint8_t *p, size_t n, cf_buf *b, int depth);
 
-/* Frozen collection / tuple element: int32 length (negative = null) + bytes. */
-static bool next_elem(const uint8_t **q, const uint8_t *end, const uint8_t **ep, size_t *en, bool *null) {
+bool cf_cass_read_element(const uint8_t **q, const uint8_t *end, const uint8_t **ep, size_t *en) {
     if (end - *q < 4) return false;
     int32_t l = (int32_t)be32(*q);
     *q += 4;
     if (l < 0) {
-        *null = true;
         *ep = NULL;
         *en = 0;
         return true;
     }
     if (end - *q < l) return false;
-    *null = false;
     *ep = *q;
     *en = (size_t)l;
     *q += l;
     return true;
+}
+
+static bool next_elem(const uint8_t **q, const uint8_t *end, const uint8_t **ep, size_t *en, bool *null) {
+    bool ok = cf_cass_read_element(q, end, ep, en);
+    *null = ok && !*ep;
+    return ok;
 }
 
 static cf_code value_json(const cf_cql_type *t, const uint8_t *p, size_t n, cf_buf *b, int depth) {
@@ -407,7 +398,7 @@ static cf_code value_json(const cf_cql_type *t, const uint8_t *p, size_t n, cf_b
         int64_t days = (int64_t)be32(p) - 2147483648LL;
         int64_t y;
         unsigned mo, d;
-        civil(days, &y, &mo, &d);
+        cf_civil_from_days(days, &y, &mo, &d);
         cf_buf_printf(b, "\"%04lld-%02u-%02u\"", (long long)y, mo, d);
         return CF_OK;
     }
@@ -535,7 +526,7 @@ static cf_code value_json(const cf_cql_type *t, const uint8_t *p, size_t n, cf_b
                 en = (size_t)fixed;
             } else { /* unsigned vint length */
                 uint64_t v;
-                if (!read_uvint(&q, end, &v) || v > (uint64_t)(end - q)) goto bad;
+                if (!cf_cass_read_uvint(&q, end, &v) || v > (uint64_t)(end - q)) goto bad;
                 en = (size_t)v;
             }
             if ((size_t)(end - q) < en) goto bad;

@@ -25,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include "cdcflow/buf.h"
+#include "cdcflow/text.h"
 #include "crc32_fast.h"
 
 #define SYNC_MARKER_SIZE 8
@@ -42,8 +44,9 @@
 #define MAX_SECTION_BYTES (512u * 1024u * 1024u)
 
 struct cf_cass_segment {
-    char *path; /* NULL for memory segments */
-    char *name;
+    char *path;  /* NULL for memory segments */
+    char *name;  /* the file name without directories */
+    char *label; /* what errors name: the path as opened (the name for memory segments) */
     int fd;
     const uint8_t *mem;
     size_t mem_len;
@@ -59,10 +62,14 @@ struct cf_cass_segment {
     int64_t next_marker;
     int64_t next_logical;
     bool done;
+    /* limit is the offset of the segment's _cdc.idx (cf_cass_segment_set_cdc_index) */
+    bool cdc, cdc_completed;
 
     /* current section */
     bool in_section;
     bool section_truncated;
+    bool sec_reported;      /* an error was reported since the section was loaded */
+    int64_t sec_marker_end; /* where the section's marker says it ends (the file may end before) */
     uint8_t *raw;     /* file bytes of the section (reused) */
     size_t raw_cap;
     uint8_t *plain;   /* uncompressed bytes (reused; == raw for plain segments) */
@@ -300,9 +307,9 @@ static uint8_t *ensure(uint8_t **buf, size_t *cap, size_t n) {
 
 static cf_code io_error(cf_cass_segment *s, int64_t off, cf_err *err) {
     int e = errno;
-    cf_err_set(err, CF_ERR_IO, "cannot read commit log segment %s", s->name);
+    cf_err_set(err, CF_ERR_IO, "cannot read commit log segment %s", s->label);
     cf_err_detail(err, "%s", strerror(e));
-    cf_err_where(err, "%s@%lld", s->name, (long long)off);
+    cf_err_where(err, "%s@%lld", s->label, (long long)off);
     return CF_ERR_IO;
 }
 
@@ -318,31 +325,31 @@ static cf_code open_common(cf_cass_segment *s, const cf_cass_segment_opts *opts,
         n = m < 0 ? m : 14 + m;
     }
     if (n < 0) return io_error(s, 0, err);
-    cf_code rc = cf_cass_header_parse(head, (size_t)n, s->name, &s->info, err);
+    cf_code rc = cf_cass_header_parse(head, (size_t)n, s->label, &s->info, err);
     if (rc == CF_ERR_EOF) {
-        cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: file too short for a segment header", s->name);
+        cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: file too short for a segment header", s->label);
         cf_err_detail(err, "%zd bytes", n);
         cf_err_hint(err, "The file is truncated, or Cassandra is still creating it: retry later.");
-        cf_err_where(err, "%s@%zd", s->name, n);
+        cf_err_where(err, "%s@%zd", s->label, n);
         return CF_ERR_CORRUPT;
     }
     if (rc) return rc;
     int32_t fv;
     int64_t fid;
     if (s->path && cf_cass_segment_name_parse(s->name, &fv, &fid) && (fv != s->info.version || fid != s->info.id)) {
-        cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: header does not match the file name", s->name);
+        cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: header does not match the file name", s->label);
         cf_err_detail(err, "header says version %d id %lld", s->info.version, (long long)s->info.id);
         cf_err_hint(err, "The file was renamed or its header belongs to another segment.");
-        cf_err_where(err, "%s@0", s->name);
+        cf_err_where(err, "%s@0", s->label);
         return CF_ERR_CORRUPT;
     }
     if (s->info.encrypted) {
         if (!opts || !opts->key || !(opts->key_len == 16 || opts->key_len == 24 || opts->key_len == 32)) {
-            cf_err_set(err, CF_ERR_CONFIG, "commit log segment %s is encrypted and no usable key was given", s->name);
+            cf_err_set(err, CF_ERR_CONFIG, "commit log segment %s is encrypted and no usable key was given", s->label);
             cf_err_detail(err, "cipher %s, key alias \"%s\"%s", s->info.cipher, s->info.key_alias,
                           opts && opts->key ? ", the key given is not 16, 24 or 32 bytes" : "");
             cf_err_hint(err, "Pass the AES key of alias \"%s\" as hex in a file (--key-file).", s->info.key_alias);
-            cf_err_where(err, "%s@0", s->name);
+            cf_err_where(err, "%s@0", s->label);
             return CF_ERR_CONFIG;
         }
         memcpy(s->key, opts->key, opts->key_len);
@@ -361,21 +368,95 @@ static cf_code open_common(cf_cass_segment *s, const cf_cass_segment_opts *opts,
     return CF_OK;
 }
 
+cf_code cf_cass_key_file_read(const char *path, uint8_t key[32], size_t *len, cf_err *err) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        cf_err_set(err, CF_ERR_CONFIG, "cannot open key file %s", path);
+        cf_err_detail(err, "%s", strerror(errno));
+        return CF_ERR_CONFIG;
+    }
+    char buf[512];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    size_t k = 0;
+    int hi = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') continue;
+        int v = cf_hex_digit((unsigned char)buf[i]);
+        if (v < 0 || k >= 32) {
+            cf_err_set(err, CF_ERR_CONFIG, "key file %s is not 16, 24 or 32 bytes of hex", path);
+            cf_err_hint(err, "Write the raw AES key as hex, e.g. b7d96fb9b11d829179aeeb0b4e81f97a.");
+            return CF_ERR_CONFIG;
+        }
+        if (hi < 0) {
+            hi = v;
+        } else {
+            key[k++] = (uint8_t)(hi << 4 | v);
+            hi = -1;
+        }
+    }
+    if (hi >= 0 || !(k == 16 || k == 24 || k == 32)) {
+        cf_err_set(err, CF_ERR_CONFIG, "key file %s holds %zu bytes; AES keys are 16, 24 or 32 bytes of hex", path, k);
+        return CF_ERR_CONFIG;
+    }
+    *len = k;
+    return CF_OK;
+}
+
+static const char *file_kind(unsigned mode) {
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    return "not a regular file";
+}
+
+/* Open a file the reader reads (a segment, an index) without blocking on a
+ * FIFO (O_NONBLOCK: a FIFO named like a segment would wait for a writer
+ * forever) and refuse anything but a regular file, saying what it is. */
+static int open_regular(const char *path, const char *what, cf_err *err, cf_code *rc) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        *rc = cf_err_set(err, e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO, "cannot open %s %s", what, path);
+        cf_err_detail(err, "%s", strerror(e));
+        cf_err_where(err, "%s", path);
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        *rc = cf_err_set(err, CF_ERR_IO, "cannot inspect %s %s", what, path);
+        cf_err_detail(err, "%s", strerror(e));
+        cf_err_where(err, "%s", path);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        *rc = cf_err_set(err, CF_ERR_INVALID, "%s %s is not a regular file", what, path);
+        cf_err_detail(err, "found %s", file_kind((unsigned)st.st_mode));
+        cf_err_hint(err, "Cassandra writes commit log segments and their indexes as regular files; remove or "
+                         "rename what is in this one's place.");
+        cf_err_where(err, "%s", path);
+        return -1;
+    }
+    return fd;
+}
+
 cf_code cf_cass_segment_open(const char *path, const cf_cass_segment_opts *opts, cf_cass_segment **out,
                              cf_err *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        cf_err_set(err, e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO, "cannot open commit log segment %s", path);
-        cf_err_detail(err, "%s", strerror(e));
-        cf_err_where(err, "%s", path);
-        return err ? err->code : (e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO);
-    }
+    cf_code orc = CF_OK;
+    int fd = open_regular(path, "commit log segment", err, &orc);
+    if (fd < 0) return orc;
     cf_cass_segment *s = cf_xcalloc(1, sizeof *s);
     s->fd = fd;
     s->path = cf_xstrdup(path);
     s->name = cf_xstrdup(base_name(path));
+    s->label = cf_xstrdup(path);
     cf_code rc = open_common(s, opts, err);
     if (rc) {
         cf_cass_segment_destroy(s);
@@ -392,6 +473,7 @@ cf_code cf_cass_segment_open_mem(const uint8_t *data, size_t len, const char *na
     s->mem = data;
     s->mem_len = len;
     s->name = cf_xstrdup(name ? name : "(memory)");
+    s->label = cf_xstrdup(s->name);
     cf_code rc = open_common(s, opts, err);
     if (rc) {
         cf_cass_segment_destroy(s);
@@ -409,13 +491,20 @@ void cf_cass_segment_destroy(cf_cass_segment *s) {
     free(s->raw);
     free(s->path);
     free(s->name);
+    free(s->label);
     free(s);
 }
 
 const cf_cass_segment_info *cf_cass_segment_get_info(const cf_cass_segment *s) { return &s->info; }
 const char *cf_cass_segment_name(const cf_cass_segment *s) { return s->name; }
+const char *cf_cass_segment_path(const cf_cass_segment *s) { return s->label; }
 const cf_cass_segment_stats *cf_cass_segment_get_stats(const cf_cass_segment *s) { return &s->stats; }
 void cf_cass_segment_set_limit(cf_cass_segment *s, int64_t logical_limit) { s->limit = logical_limit; }
+void cf_cass_segment_set_cdc_index(cf_cass_segment *s, int64_t offset, bool completed) {
+    s->cdc = true;
+    s->cdc_completed = completed;
+    s->limit = offset < 0 ? 0 : offset;
+}
 
 /* ---------------- sections ---------------- */
 
@@ -448,9 +537,10 @@ static cf_code corrupt(cf_cass_segment *s, int64_t off, cf_err *err, const char 
     char msg[400];
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: %s", s->name, msg);
-    cf_err_where(err, "%s@%lld", s->name, (long long)off);
+    cf_err_set(err, CF_ERR_CORRUPT, "commit log segment %s: %s", s->label, msg);
+    cf_err_where(err, "%s@%lld", s->label, (long long)off);
     s->stats.corrupt++;
+    s->sec_reported = true;
     return CF_ERR_CORRUPT;
 }
 
@@ -602,14 +692,52 @@ static cf_code decrypt_section(cf_cass_segment *s, const uint8_t *src, size_t n,
     return rc;
 }
 
+/* The index's promise is broken at file offset `at`: the sections end at
+ * logical next_logical, before the index's offset. Reported once; reading
+ * of this segment ends (there is nothing more to read). */
+static cf_code promise_broken(cf_cass_segment *s, int64_t at, cf_err *err, const char *what) {
+    corrupt(s, at, err, "%s", what);
+    cf_err_detail(err, "its cdc index says %lld%s; the sync sections end at logical offset %lld, file offset %lld",
+                  (long long)s->limit, s->cdc_completed ? " COMPLETED" : " synced", (long long)s->next_logical,
+                  (long long)at);
+    cf_err_hint(err, "Cassandra writes the index only after syncing the segment up to its offset: this copy was "
+                     "truncated or zeroed since, and the mutations after file offset %lld are missing from it.",
+                (long long)at);
+    s->done = true;
+    return CF_ERR_CORRUPT;
+}
+
+/* Everything up to the offset of a COMPLETED index is read: the segment is
+ * done, unless a valid sync section follows (the index is older than the
+ * segment, or damaged): that is reported and read too. */
+static cf_code completed_end(cf_cass_segment *s, int64_t off, int64_t flen, cf_err *err) {
+    uint8_t m[SYNC_MARKER_SIZE];
+    if (off <= flen - SYNC_MARKER_SIZE && read_at(s, off, m, sizeof m) == SYNC_MARKER_SIZE &&
+        marker_valid(s, off, m, flen)) {
+        corrupt(s, off, err, "sync section after the offset of the segment's COMPLETED cdc index");
+        cf_err_detail(err, "the index says %lld COMPLETED; a valid sync marker follows at file offset %lld",
+                      (long long)s->limit, (long long)off);
+        cf_err_hint(err, "The index does not describe this segment (older or damaged); the sections after it "
+                         "are read as well.");
+        s->cdc = false;
+        s->limit = -1;
+        return CF_ERR_CORRUPT;
+    }
+    s->done = true;
+    return CF_ERR_EOF;
+}
+
 /* Load the next sync section. CF_OK: a section is loaded. */
 static cf_code load_section(cf_cass_segment *s, cf_err *err) {
     int64_t off = s->next_marker;
     int64_t flen = file_len(s);
     if (flen < 0) return io_error(s, off, err);
-    if (s->limit >= 0 && s->next_logical >= s->limit) return CF_ERR_AGAIN;
+    if (s->limit >= 0 && s->next_logical >= s->limit)
+        return s->cdc && s->cdc_completed ? completed_end(s, off, flen, err) : CF_ERR_AGAIN;
     if (off > flen - SYNC_MARKER_SIZE) {
-        if (s->limit >= 0) return CF_ERR_AGAIN; /* synced per the index but not visible yet */
+        if (s->cdc)
+            return promise_broken(s, off < flen ? off : flen, err, "segment ends before the offset its cdc index names");
+        if (s->limit >= 0) return CF_ERR_AGAIN; /* set_limit alone: not visible yet */
         s->done = true;
         return CF_ERR_EOF;
     }
@@ -620,6 +748,7 @@ static cf_code load_section(cf_cass_segment *s, cf_err *err) {
     int64_t end = (int64_t)end32;
     if (crc_int(s->id_crc, (uint32_t)off) != crc) {
         if (end32 == 0 && crc == 0) { /* zero padding of a preallocated segment */
+            if (s->cdc) return promise_broken(s, off, err, "zeros where the cdc index promises a sync section");
             if (s->limit >= 0 && s->next_logical < s->limit) return CF_ERR_AGAIN;
             s->done = true;
             return CF_ERR_EOF;
@@ -631,6 +760,8 @@ static cf_code load_section(cf_cass_segment *s, cf_err *err) {
         return CF_ERR_CORRUPT;
     }
     s->section_truncated = false;
+    s->sec_reported = false;
+    s->sec_marker_end = end;
     if (end < off + SYNC_MARKER_SIZE) {
         corrupt(s, off, err, "sync marker with a valid checksum points backwards");
         cf_err_detail(err, "next section at %lld, marker at %lld", (long long)end, (long long)off);
@@ -638,12 +769,22 @@ static cf_code load_section(cf_cass_segment *s, cf_err *err) {
         return CF_ERR_CORRUPT;
     }
     if (end > flen) {
-        if (s->limit >= 0 && end <= s->limit) return CF_ERR_AGAIN; /* not all written yet */
+        /* set_limit alone: not all written yet. With an index, what it
+         * covers was synced before it was written: a truncated copy */
+        if (!s->cdc && s->limit >= 0 && end <= s->limit) return CF_ERR_AGAIN;
         /* truncated file: use what is there (Cassandra does the same) */
         s->section_truncated = true;
         end = flen;
     }
-    if (s->limit >= 0 && !s->info.compression && !s->info.encrypted && end > s->limit) return CF_ERR_AGAIN;
+    /* An index's offset is always where a sync section ends (Cassandra writes
+     * it after syncing a section): one inside a section does not describe
+     * this segment. Reported once the section is loaded; the index is then
+     * ignored and the segment read to its end. */
+    bool inside = false;
+    if (s->limit >= 0 && !s->info.compression && !s->info.encrypted && end > s->limit) {
+        if (!s->cdc) return CF_ERR_AGAIN;
+        inside = !s->section_truncated;
+    }
     size_t raw_len = (size_t)(end - off);
     const uint8_t *raw;
     if (!s->path) { /* a segment in memory: no copy (end <= flen was checked above) */
@@ -660,6 +801,7 @@ static cf_code load_section(cf_cass_segment *s, cf_err *err) {
     }
     s->stats.bytes += raw_len;
     s->sec_file = off;
+    int64_t logical_start = s->next_logical;
     if (!s->info.compression && !s->info.encrypted) {
         s->sec = raw + SYNC_MARKER_SIZE;
         s->sec_len = raw_len - SYNC_MARKER_SIZE;
@@ -673,7 +815,10 @@ static cf_code load_section(cf_cass_segment *s, cf_err *err) {
         }
         uint32_t ulen = be32(raw + 8);
         int64_t logical_end = s->next_logical + SYNC_MARKER_SIZE + (int64_t)ulen;
-        if (s->limit >= 0 && logical_end > s->limit && !s->section_truncated) return CF_ERR_AGAIN;
+        if (s->limit >= 0 && logical_end > s->limit && !s->section_truncated) {
+            if (!s->cdc) return CF_ERR_AGAIN;
+            inside = true;
+        }
         s->next_marker = end;
         if (ulen > MAX_SECTION_BYTES) {
             corrupt(s, off + 8, err, "impossible uncompressed section length");
@@ -699,6 +844,17 @@ static cf_code load_section(cf_cass_segment *s, cf_err *err) {
     s->ahead_n = s->ahead_i = 0;
     s->in_section = true;
     s->stats.sections++;
+    if (inside) { /* the section is loaded: the next call reads it */
+        corrupt(s, off, err, "the offset of the segment's cdc index falls inside a sync section");
+        cf_err_detail(err, "the index says %lld%s; the section at file offset %lld spans logical offsets %lld to %lld",
+                      (long long)s->limit, s->cdc_completed ? " COMPLETED" : "", (long long)off,
+                      (long long)logical_start, (long long)s->next_logical);
+        cf_err_hint(err, "Cassandra writes the index at the end of a synced section: this index does not describe "
+                         "the segment (damaged?); it is ignored and the segment read to its end.");
+        s->cdc = false;
+        s->limit = -1;
+        return CF_ERR_CORRUPT;
+    }
     return CF_OK;
 }
 
@@ -774,6 +930,18 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
         int64_t pos = s->sec_logical + (int64_t)s->sec_pos;
         if (left < 4) { /* not enough for another entry: section done */
             s->in_section = false;
+            if (s->section_truncated && !s->sec_reported) {
+                /* the file ends inside the section, but at an entry's end (or
+                 * inside an empty section): nothing else said it */
+                int64_t flen = file_len(s);
+                corrupt(s, flen, err, "the file ends inside the sync section at file offset %lld (truncated)",
+                        (long long)s->sec_file);
+                cf_err_detail(err, "its sync marker says the section ends at %lld; the file ends at %lld",
+                              (long long)s->sec_marker_end, (long long)flen);
+                cf_err_hint(err, "The entries of the section that are in the file were read; what followed them is "
+                                 "missing from this copy.");
+                return CF_ERR_CORRUPT;
+            }
             continue;
         }
         uint32_t size = be32(p), crc;
@@ -783,9 +951,24 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
         } else { /* the entry crc_ahead stopped at: say which check it fails */
             s->in_section = false;
             switch (entry_check(p, left, &crc)) {
-            case ENTRY_END: /* end-of-segment marker / zero padding */
-                s->done = true;
-                return CF_ERR_EOF;
+            case ENTRY_END: {
+                /* Cassandra fills a sync section with whole entries (the
+                 * marker is written once they are): a size of 0 inside one
+                 * is bytes zeroed or never written, not an end. (The zero
+                 * padding of a preallocated segment comes after its last
+                 * section, where the next marker would be.) */
+                size_t nonzero = 0;
+                for (size_t q = 0; q < left; q++) nonzero += p[q] != 0;
+                corrupt(s, entry_where(s), err, "entry of size 0 inside a sync section at logical position %lld",
+                        (long long)pos);
+                if (nonzero)
+                    cf_err_detail(err, "%zu bytes left in the section, %zu of them not zero", left, nonzero);
+                else
+                    cf_err_detail(err, "the %zu bytes left in the section are all zero", left);
+                cf_err_hint(err, "Those entries were zeroed or never written; the rest of this sync section is skipped "
+                                 "and reading continues with the next section.");
+                return CF_ERR_CORRUPT;
+            }
             case ENTRY_CUT_SHORT:
                 corrupt(s, entry_where(s), err, "entry header cut short at logical position %lld", (long long)pos);
                 cf_err_detail(err, "%zu bytes left in the section%s", left,
@@ -815,8 +998,8 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
              * ahead_pos/ahead_i, not damage in the file */
             cf_err_set(err, CF_ERR_INTERNAL,
                        "commit log segment %s: sound entry at logical position %lld has no CRC computed ahead",
-                       s->name, (long long)pos);
-            cf_err_where(err, "%s@%lld", s->name, (long long)entry_where(s));
+                       s->label, (long long)pos);
+            cf_err_where(err, "%s@%lld", s->label, (long long)entry_where(s));
             return CF_ERR_INTERNAL;
         }
         uint32_t stored = be32(p + 8 + size);
@@ -887,17 +1070,15 @@ cf_code cf_cass_cdc_idx_parse(const char *text, size_t len, int64_t *offset, boo
 cf_code cf_cass_cdc_idx_read(const char *idx_path, int retries, int retry_ms, int64_t *offset, bool *completed,
                              cf_err *err) {
     for (int attempt = 0;; attempt++) {
-        FILE *f = fopen(idx_path, "rb");
-        if (!f) {
-            int e = errno;
-            cf_err_set(err, e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO, "cannot open cdc index file %s", idx_path);
-            cf_err_detail(err, "%s", strerror(e));
-            cf_err_where(err, "%s", idx_path);
-            return e == ENOENT ? CF_ERR_NOT_FOUND : CF_ERR_IO;
-        }
+        cf_code orc = CF_OK;
+        int fd = open_regular(idx_path, "cdc index file", err, &orc);
+        if (fd < 0) return orc;
         char buf[256];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
+        ssize_t got;
+        size_t n = 0;
+        while (n < sizeof buf - 1 && ((got = read(fd, buf + n, sizeof buf - 1 - n)) > 0 || (got < 0 && errno == EINTR)))
+            if (got > 0) n += (size_t)got;
+        close(fd);
         buf[n] = 0;
         cf_code rc = cf_cass_cdc_idx_parse(buf, n, offset, completed, err);
         if (rc != CF_ERR_AGAIN || attempt >= retries) {
@@ -909,4 +1090,88 @@ cf_code cf_cass_cdc_idx_read(const char *idx_path, int retries, int retry_ms, in
         struct timespec ts = {retry_ms / 1000, (long)(retry_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
+}
+
+/* ---------------- directories (commitlog, cdc_raw) ---------------- */
+
+void cf_cass_dir_entries_free(cf_cass_dir_entry *e, size_t n) {
+    for (size_t i = 0; e && i < n; i++) free(e[i].path);
+    free(e);
+}
+
+static int cmp_entry(const void *a, const void *b) {
+    const cf_cass_dir_entry *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id ? 1 : strcmp(x->path, y->path);
+}
+
+cf_code cf_cass_dir_list(const char *dir, cf_cass_dir_entry **out, size_t *n_out, cf_err *err) {
+    *out = NULL;
+    *n_out = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        int e = errno;
+        cf_code rc = e == ENOENT ? CF_ERR_NOT_FOUND : e == ENOTDIR ? CF_ERR_INVALID : CF_ERR_IO;
+        cf_err_set(err, rc, "cannot list commit log directory %s", dir);
+        cf_err_detail(err, "%s", strerror(e));
+        cf_err_where(err, "%s", dir);
+        return rc;
+    }
+    cf_cass_dir_entry *v = NULL;
+    size_t k = 0, cap = 0, others = 0;
+    char other[2][64] = {"", ""};
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        int32_t ver;
+        int64_t id;
+        if (!cf_cass_segment_name_parse(de->d_name, &ver, &id)) {
+            size_t l = strlen(de->d_name);
+            bool is_idx = l > 8 && strcmp(de->d_name + l - 8, "_cdc.idx") == 0;
+            if (!is_idx && others < 2) snprintf(other[others], sizeof other[0], "%s", de->d_name);
+            if (!is_idx) others++;
+            continue;
+        }
+        if (k == cap) v = cf_xrealloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
+        cf_cass_dir_entry *e = &v[k++];
+        memset(e, 0, sizeof *e);
+        cf_buf b = CF_BUF_INIT;
+        cf_buf_printf(&b, "%s/%s", dir, de->d_name);
+        e->path = cf_buf_detach(&b, NULL);
+        e->version = ver;
+        e->id = id;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, 0) != 0) {
+            int en = errno;
+            e->problem = cf_err_set(&e->err, CF_ERR_IO, "cannot inspect commit log segment %s", e->path);
+            cf_err_detail(&e->err, "%s", strerror(en));
+            cf_err_where(&e->err, "%s", e->path);
+        } else if (!S_ISREG(st.st_mode)) {
+            e->problem = cf_err_set(&e->err, CF_ERR_INVALID, "commit log segment %s is not a regular file", e->path);
+            cf_err_detail(&e->err, "found %s", file_kind((unsigned)st.st_mode));
+            cf_err_hint(&e->err, "Cassandra writes commit log segments as regular files; remove or rename what is "
+                                 "in this one's place.");
+            cf_err_where(&e->err, "%s", e->path);
+        }
+        char *ip = cf_cass_cdc_idx_path(e->path);
+        e->has_idx = faccessat(dirfd(d), ip + strlen(dir) + 1, F_OK, 0) == 0;
+        free(ip);
+    }
+    closedir(d);
+    if (k == 0) {
+        cf_err_set(err, CF_ERR_NOT_FOUND, "directory %s holds no commit log segments", dir);
+        if (others)
+            cf_err_detail(err, "it holds %zu other entr%s (\"%s\"%s%s%s), none named CommitLog-<version>-<id>.log",
+                          others, others == 1 ? "y" : "ies", other[0], others > 1 ? ", \"" : "", others > 1 ? other[1] : "",
+                          others > 2 ? "\", ..." : others > 1 ? "\"" : "");
+        else
+            cf_err_detail(err, "it is empty");
+        cf_err_hint(err, "Name a commitlog or cdc_raw directory, or segment files (CommitLog-*.log).");
+        cf_err_where(err, "%s", dir);
+        free(v);
+        return CF_ERR_NOT_FOUND;
+    }
+    qsort(v, k, sizeof *v, cmp_entry);
+    *out = v;
+    *n_out = k;
+    return CF_OK;
 }

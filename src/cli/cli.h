@@ -13,11 +13,14 @@
 #include <stdio.h>
 
 #include "cdcflow/error.h"
+#include "cdcflow/props.h"
+#include "cdcflow/worker.h"
 
 #define CF_EXIT_OK 0         /* success */
 #define CF_EXIT_RUNTIME 1    /* runtime failure */
 #define CF_EXIT_USAGE 2      /* usage or configuration error */
 #define CF_EXIT_DATA_ERRORS 3 /* finished, but data errors were reported */
+#define CF_EXIT_UNCLEAN_STOP 4 /* stopped, but not everything read or sent could be committed */
 
 typedef struct cf_command {
     const char *name;    /* "validate", or "config docs" style two words */
@@ -39,5 +42,25 @@ void cf_cli_print_err(const cf_err *err);
 /* Install `handler` for SIGINT and SIGTERM (sigaction, no flags): how the
  * long-running commands learn that they should stop cleanly. */
 void cf_cli_on_stop_signals(void (*handler)(int));
+/* The connector plugin name or class closest to `typed` when one is close
+ * enough to suggest ("did you mean"), else NULL. Static. */
+const char *cf_cli_closest_connector(const char *typed);
+/* Every problem of a connector configuration (what `cdcflow validate`
+ * reports; the worker's PUT /connector-plugins/{plugin}/config/validate
+ * uses it too, cf_worker_opts.validate): one "key: message" line each,
+ * appended to out; returns how many (0: valid). */
+int cf_cli_validate_props(const cf_props *props, cf_buf *out);
+/* Every problem of a connector (or, with worker, a worker) configuration,
+ * one line each ("  WHERE: key: ...") appended to out, as `cdcflow validate`
+ * finds them; returns how many (0: none it can tell). */
+int cf_cli_config_problems(const cf_props *props, bool worker, const char *where, cf_buf *out);
+/* Print err as cf_cli_print_err does; when the configuration props has
+ * problems validate can tell, all of them, each whole (err's DETAIL holds
+ * only what fits). */
+void cf_cli_print_config_err(cf_err *err, const cf_props *props, bool worker, const char *where);
+/* Run a worker with these connectors to their end, or until SIGINT/SIGTERM,
+ * and return the exit code (cmd_run.c; see there). */
+int cf_cli_run_worker(const char *who, const cf_props *wprops, const cf_worker_opts *opts,
+                      const cf_props *const *cprops, const char *const *cnames, const char *const *files, size_t nconn);
 
 #endif

@@ -4,7 +4,6 @@
  * Thin: the reading is cassandra_log.h, the decoding and rendering
  * cassandra_mutation.h, the schema cassandra_schema.h.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,36 +50,11 @@ static int usage(const char *fmt, const char *arg) {
 }
 
 static int load_key(const char *path, uint8_t *key, size_t *len) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "cdcflow: cannot open key file %s: %s\n", path, strerror(errno));
+    cf_err err;
+    if (cf_cass_key_file_read(path, key, len, &err)) {
+        cf_cli_print_err(&err);
         return CF_EXIT_USAGE;
     }
-    char buf[512];
-    size_t n = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    size_t k = 0;
-    int hi = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t') continue;
-        int v = cf_hex_digit((unsigned char)buf[i]);
-        if (v < 0 || k >= 32) {
-            fprintf(stderr, "cdcflow: key file %s is not 16, 24 or 32 bytes of hex\n"
-                            "HINT:  Write the raw AES key as hex, e.g. b7d96fb9b11d829179aeeb0b4e81f97a.\n", path);
-            return CF_EXIT_USAGE;
-        }
-        if (hi < 0)
-            hi = v;
-        else {
-            key[k++] = (uint8_t)(hi << 4 | v);
-            hi = -1;
-        }
-    }
-    if (hi >= 0 || !(k == 16 || k == 24 || k == 32)) {
-        fprintf(stderr, "cdcflow: key file %s holds %zu bytes; AES keys are 16, 24 or 32 bytes of hex\n", path, k);
-        return CF_EXIT_USAGE;
-    }
-    *len = k;
     return CF_EXIT_OK;
 }
 
@@ -105,7 +79,7 @@ static void flush_out(dump_ctx *c) {
 }
 
 static void handle_entry(dump_ctx *c, cf_cass_segment *seg, const cf_cass_entry *e) {
-    const char *name = cf_cass_segment_name(seg);
+    const char *name = cf_cass_segment_name(seg), *path = cf_cass_segment_path(seg);
     int mv = cf_cass_segment_get_info(seg)->messaging_version;
     cf_cass_mutation *m;
     uint8_t unknown[16];
@@ -121,11 +95,15 @@ static void handle_entry(dump_ctx *c, cf_cass_segment *seg, const cf_cass_entry 
     if (rc == CF_OK) return;
     if (rc == CF_ERR_NOT_FOUND) {
         c->st.skipped++;
-        note_unknown(c, unknown, name, (long long)e->position);
+        note_unknown(c, unknown, path, (long long)e->position);
         return;
     }
     char where[256];
-    snprintf(where, sizeof where, "%s@%lld, %s", name, (long long)e->position, err.where);
+    if (e->file_offset == e->position)
+        snprintf(where, sizeof where, "%s@%lld, %s", path, (long long)e->position, err.where);
+    else /* compressed, encrypted: the section's file offset, and the entry's place in it */
+        snprintf(where, sizeof where, "%s@%lld (entry at logical position %lld), %s", path, (long long)e->file_offset,
+                 (long long)e->position, err.where);
     snprintf(err.where, sizeof err.where, "%s", where);
     if (rc == CF_ERR_SCHEMA)
         c->st.schema_errors++;
@@ -167,7 +145,7 @@ static int dump_segment(dump_ctx *c, const char *path) {
             cf_cass_segment_destroy(seg);
             return 0;
         }
-        cf_cass_segment_set_limit(seg, limit);
+        cf_cass_segment_set_cdc_index(seg, limit, completed);
         CF_DEBUG(COMP, "%s: cdc index says %lld%s", cf_cass_segment_name(seg), (long long)limit,
                  completed ? ", COMPLETED" : "");
     }
@@ -185,7 +163,7 @@ static int dump_segment(dump_ctx *c, const char *path) {
             c->st.corrupt++;
             continue;
         }
-        if (rc == CF_ERR_AGAIN) {
+        if (rc == CF_ERR_AGAIN) { /* only with a cdc index that is not COMPLETED */
             if (completed || !has_idx) break;
             if (!c->follow) {
                 CF_INFO(COMP, "%s: read up to offset %lld named by its cdc index (not COMPLETED; --follow waits for more)",
@@ -215,7 +193,7 @@ static int dump_segment(dump_ctx *c, const char *path) {
                 }
                 limit = nl;
                 completed = nc;
-                cf_cass_segment_set_limit(seg, limit);
+                cf_cass_segment_set_cdc_index(seg, limit, completed);
             }
             continue;
         }
@@ -237,72 +215,70 @@ typedef struct seg_path {
     int64_t id;
 } seg_path;
 
-static int cmp_seg(const void *a, const void *b) {
-    const seg_path *x = a, *y = b;
-    return x->id < y->id ? -1 : x->id > y->id ? 1 : strcmp(x->path, y->path);
+static void push(seg_path **v, size_t *k, size_t *cap, char *path, int64_t id) {
+    if (*k == *cap) *v = cf_xrealloc(*v, (*cap = *cap ? *cap * 2 : 16) * sizeof **v);
+    (*v)[(*k)++] = (seg_path){path, id};
 }
 
-/* Expand PATHs: files as given, directories to their CommitLog-*.log in segment id order. */
-static int collect(char **paths, int n, seg_path **out, size_t *n_out) {
-    size_t cap = 16, k = 0;
-    seg_path *v = cf_xmalloc(cap * sizeof *v);
-    for (int i = 0; i < n; i++) {
+/* Expand PATHs: files as given, directories to their CommitLog-*.log in
+ * segment id order (cf_cass_dir_list). A PATH that is missing, empty of
+ * segments or neither a file nor a directory is a usage error (exit 2: nothing
+ * was read); an entry of a directory that is not a regular file is a data
+ * error (reported, counted: exit 3) and the others are read. */
+static int collect(char **paths, int n, dump_ctx *c, seg_path **out, size_t *n_out) {
+    size_t cap = 0, k = 0;
+    seg_path *v = NULL;
+    int ex = CF_EXIT_OK;
+    for (int i = 0; i < n && !ex; i++) {
         struct stat sb;
         if (stat(paths[i], &sb) != 0) {
             fprintf(stderr, "cdcflow: cannot read %s: %s\nHINT:  Name commit log segments (CommitLog-*.log) or "
                             "directories holding them (commitlog, cdc_raw).\n", paths[i], strerror(errno));
-            for (size_t j = 0; j < k; j++) free(v[j].path);
-            free(v);
-            return CF_EXIT_USAGE;
-        }
-        if (S_ISDIR(sb.st_mode)) {
-            DIR *d = opendir(paths[i]);
-            struct dirent *de;
-            size_t first = k;
-            while (d && (de = readdir(d))) {
-                int32_t ver;
-                int64_t id;
-                if (!cf_cass_segment_name_parse(de->d_name, &ver, &id)) continue;
-                if (k == cap) v = cf_xrealloc(v, (cap *= 2) * sizeof *v);
-                cf_buf b = CF_BUF_INIT;
-                cf_buf_printf(&b, "%s/%s", paths[i], de->d_name);
-                v[k].path = cf_buf_detach(&b, NULL);
-                v[k].id = id;
-                k++;
+            ex = CF_EXIT_USAGE;
+        } else if (S_ISDIR(sb.st_mode)) {
+            cf_cass_dir_entry *de;
+            size_t nd;
+            cf_err err;
+            if (cf_cass_dir_list(paths[i], &de, &nd, &err)) {
+                cf_cli_print_err(&err);
+                ex = CF_EXIT_USAGE;
+                break;
             }
-            if (d) closedir(d);
-            qsort(v + first, k - first, sizeof *v, cmp_seg);
             /* cdc_raw: Cassandra hard-links every new segment there and writes
              * <segment>_cdc.idx once it holds synced CDC data; a segment without
              * an index in a directory that has indexes holds no CDC data (yet). */
             bool any_idx = false;
-            for (size_t j = first; j < k && !any_idx; j++) {
-                char *ip = cf_cass_cdc_idx_path(v[j].path);
-                any_idx = access(ip, F_OK) == 0;
-                free(ip);
-            }
-            if (any_idx) {
-                size_t w = first;
-                for (size_t j = first; j < k; j++) {
-                    char *ip = cf_cass_cdc_idx_path(v[j].path);
-                    bool has = access(ip, F_OK) == 0;
-                    free(ip);
-                    if (has) {
-                        v[w++] = v[j];
-                    } else {
-                        CF_INFO(COMP, "%s: no cdc index beside it in a cdc_raw directory: skipped (no CDC data yet)",
-                                v[j].path);
-                        free(v[j].path);
-                    }
+            for (size_t j = 0; j < nd; j++) any_idx |= de[j].has_idx;
+            for (size_t j = 0; j < nd; j++) {
+                if (de[j].problem) {
+                    cf_cli_print_err(&de[j].err);
+                    c->st.corrupt++;
+                } else if (any_idx && !de[j].has_idx) {
+                    CF_INFO(COMP, "%s: no cdc index beside it in a cdc_raw directory: skipped (no CDC data yet)",
+                            de[j].path);
+                } else {
+                    push(&v, &k, &cap, de[j].path, de[j].id);
+                    de[j].path = NULL;
                 }
-                k = w;
             }
+            cf_cass_dir_entries_free(de, nd);
+        } else if (!S_ISREG(sb.st_mode)) {
+            fprintf(stderr, "cdcflow: %s is neither a commit log segment nor a directory: it is %s\n"
+                            "HINT:  Name commit log segments (CommitLog-*.log) or directories holding them "
+                            "(commitlog, cdc_raw).\n",
+                    paths[i], S_ISFIFO(sb.st_mode) ? "a FIFO (named pipe)" : S_ISSOCK(sb.st_mode) ? "a socket"
+                                                     : S_ISCHR(sb.st_mode)  ? "a character device"
+                                                     : S_ISBLK(sb.st_mode)  ? "a block device"
+                                                                            : "not a regular file");
+            ex = CF_EXIT_USAGE;
         } else {
-            if (k == cap) v = cf_xrealloc(v, (cap *= 2) * sizeof *v);
-            v[k].path = cf_xstrdup(paths[i]);
-            v[k].id = 0;
-            k++;
+            push(&v, &k, &cap, cf_xstrdup(paths[i]), 0);
         }
+    }
+    if (ex) {
+        for (size_t j = 0; j < k; j++) free(v[j].path);
+        free(v);
+        return ex;
     }
     *out = v;
     *n_out = k;
@@ -311,7 +287,7 @@ static int collect(char **paths, int n, seg_path **out, size_t *n_out) {
 
 static int run(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "dump") != 0)
-        return usage("cassandra: expected the subcommand \"dump\"%s", argc >= 2 ? "" : " (none given)");
+        return usage("cassandra: expected the subcommand \"dump\" or \"sidecar\"%s", argc >= 2 ? "" : " (none given)");
     const char *schema_files[64];
     int n_schema = 0;
     const char *cql = NULL, *key_file = NULL, *cql_user = NULL;
@@ -405,7 +381,7 @@ static int run(int argc, char **argv) {
     c.dec = cf_cass_decoder_new(schema);
     seg_path *segs;
     size_t n_segs;
-    int ex = collect(paths, n_paths, &segs, &n_segs);
+    int ex = collect(paths, n_paths, &c, &segs, &n_segs);
     if (ex) {
         cf_cass_decoder_destroy(c.dec);
         cf_cass_schema_destroy(schema);
@@ -481,16 +457,24 @@ const cf_command cf_cmd_cassandra = {
     "  or the UDT field name. Values are rendered as Cassandra's SELECT JSON renders them (blob\n"
     "  \"0x..\", timestamp \"yyyy-mm-dd hh:mm:ss.fffZ\", uuid, inet, decimal, varint, duration, ...).\n"
     "\n"
-    "Errors: damage is reported with the segment file name and byte offset (file@offset) and\n"
-    "reading goes on: a bad entry checksum skips the entry, a bad size checksum or impossible\n"
-    "length skips the rest of the sync section, a bad sync marker skips to the next valid one.\n"
-    "Segments older than Cassandra 3.0 (version < 6) are refused with a message.\n"
+    "Errors: damage is reported with the segment's path and byte offset (path@offset) and\n"
+    "reading goes on: a bad entry checksum skips the entry, a bad size checksum, an impossible\n"
+    "length or zeroed entries skip the rest of the sync section, a bad sync marker skips to the\n"
+    "next valid one. A segment with a cdc index that does not reach the index's offset\n"
+    "(truncated, zeroed), or whose index names an offset inside a sync section, is reported too:\n"
+    "a damaged input is never printed short with exit 0. Segments older than Cassandra 3.0\n"
+    "(version < 6) are refused with a message. Only regular files are read: a FIFO, socket or\n"
+    "directory named like a segment in a directory is reported (exit 3); as a PATH, and a\n"
+    "directory without segments, it is a usage error (exit 2).\n"
     "\n"
     "Exit codes: 0 ok; 1 I/O failure or --cql node unreachable; 2 usage error (bad option, missing path, encrypted segment\n"
     "without key, schema file that does not parse); 3 finished but corruption or schema\n"
     "mismatches were reported.\n"
     "\n"
     "Example:\n"
-    "  cdcflow cassandra dump --schema schema.cql --stats /var/lib/cassandra/cdc_raw",
+    "  cdcflow cassandra dump --schema schema.cql --stats /var/lib/cassandra/cdc_raw\n"
+    "\n"
+    "See also `cdcflow cassandra sidecar --help`: the replicas' copies deduplicated and published\n"
+    "as change events.",
     run,
 };

@@ -17,7 +17,9 @@
 #include "cdcflow/config.h"
 #include "cdcflow/connector.h"
 #include "cdcflow/convert.h"
+#include "cdcflow/text.h"
 #include "cdcflow/transforms.h"
+#include "cdcflow/worker.h"
 #include "cli.h"
 
 /* Accept every key: used when the connector is unknown, so that its own
@@ -38,7 +40,8 @@ static void known_connectors(cf_buf *b) {
     }
 }
 
-/* Append problem lines "key: ..." as "  file[:line]: key: ..." to out;
+/* Append problem lines "key: ..." as "  file[:line]: key: ..." to out (as
+ * they are, "key: ...", when path is NULL: cf_cli_validate_props);
  * returns how many. Lines whose key is `skip` are left out. */
 static int add_problems(cf_buf *out, const char *path, const char *problems, const cf_props *lines,
                         const char *skip) {
@@ -52,7 +55,9 @@ static int add_problems(cf_buf *out, const char *path, const char *problems, con
         if (colon && (size_t)(colon - p) < sizeof key) snprintf(key, sizeof key, "%.*s", (int)(colon - p), p);
         if (!(skip && strcmp(key, skip) == 0)) {
             const char *line = lines && key[0] ? cf_props_get(lines, key) : NULL;
-            if (line)
+            if (!path)
+                cf_buf_printf(out, "%.*s\n", (int)len, p);
+            else if (line)
                 cf_buf_printf(out, "  %s:%s: %.*s\n", path, line, (int)len, p);
             else
                 cf_buf_printf(out, "  %s: %.*s\n", path, (int)len, p);
@@ -150,12 +155,20 @@ static int check_transforms(cf_buf *out, const char *path, const cf_props *props
         const cf_transform_plugin *pl = cf_transform_find(type);
         if (!pl) {
             cf_buf line = CF_BUF_INIT, known = CF_BUF_INIT;
+            const char *names[128];
+            size_t nn = 0;
             for (const cf_transform_plugin *const *p = cf_transform_plugins(); *p; p++) {
                 cf_buf_printf(&known, "%s%s", known.len ? ", " : "", (*p)->name);
-                for (const char *const *a = (*p)->aliases; a && *a; a++) cf_buf_printf(&known, ", %s", *a);
+                if (nn < 128) names[nn++] = (*p)->name;
+                for (const char *const *a = (*p)->aliases; a && *a; a++) {
+                    cf_buf_printf(&known, ", %s", *a);
+                    if (nn < 128) names[nn++] = *a;
+                }
             }
-            cf_buf_printf(&line, "%s: unknown transform \"%s\"; known transforms: %s", key, type,
-                          known.len ? known.data : "(none)");
+            const char *best = cf_did_you_mean(type, names, nn);
+            cf_buf_printf(&line, "%s: unknown transform \"%s\"; ", key, type);
+            if (best) cf_buf_printf(&line, "did you mean \"%s\"?; ", best);
+            cf_buf_printf(&line, "known transforms: %s", known.len ? known.data : "(none)");
             count += add_problems(out, path, line.data, lines, NULL);
             cf_buf_free(&line);
             cf_buf_free(&known);
@@ -197,20 +210,12 @@ static int check_transforms(cf_buf *out, const char *path, const cf_props *props
     return count;
 }
 
-/* Returns the number of problems found in one file (0 = valid). */
-static int validate_one(const char *path) {
-    cf_props *props = NULL, *lines = NULL;
-    char *name = NULL;
+/* Every problem of one connector configuration, one line each appended to
+ * out ("  path[:line]: key: ..."); returns how many. lines (may be NULL)
+ * maps keys to their line numbers. The same check serves `cdcflow validate`
+ * and the errors of `cdcflow run` (cf_cli_config_problems). */
+static int check_connector(cf_buf *out, const char *path, const cf_props *props, const cf_props *lines) {
     cf_err err;
-    if (cf_props_load_file_lines(path, &props, &name, &lines, &err) != CF_OK) {
-        printf("%s: INVALID\n", path);
-        char buf[2048];
-        cf_err_format(&err, buf, sizeof buf);
-        for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-            printf("  %s\n", l);
-        return 1;
-    }
-    cf_buf out = CF_BUF_INIT;
     int count = 0;
     const char *cls = cf_props_get(props, "connector.class");
     const cf_connector_plugin *plugin = cls && *cls ? cf_connector_find(cls) : NULL;
@@ -226,7 +231,10 @@ static int validate_one(const char *path) {
         tables[n++] = &any_key;
         cf_buf known = CF_BUF_INIT, line = CF_BUF_INIT;
         known_connectors(&known);
-        if (cls && *cls)
+        const char *best = cls && *cls ? cf_cli_closest_connector(cls) : NULL;
+        if (best)
+            cf_buf_printf(&line, "connector.class: unknown connector \"%s\"; did you mean \"%s\"?", cls, best);
+        else if (cls && *cls)
             cf_buf_printf(&line, "connector.class: unknown connector \"%s\"; no connector plugin has this name or "
                                  "alias", cls);
         else
@@ -234,26 +242,72 @@ static int validate_one(const char *path) {
                                  "connector to run is not named");
         cf_buf_printf(&line, "; known connectors: %s", known.data);
         cf_buf_free(&known);
-        count += add_problems(&out, path, line.data, lines, NULL);
+        count += add_problems(out, path, line.data, lines, NULL);
         cf_buf_free(&line);
     }
     char *problems = NULL;
     cf_config *cfg = NULL;
     if (cf_config_parse(tables, n, props, &cfg, &problems, &err) != CF_OK) {
         /* without a plugin, connector.class was reported above already */
-        count += add_problems(&out, path, problems, lines, plugin ? NULL : "connector.class");
+        count += add_problems(out, path, problems, lines, plugin ? NULL : "connector.class");
         free(problems);
     } else {
         char *cross = NULL;
         if (cf_connector_config_check(cfg, is_sink, &cross, &err) != CF_OK) {
-            count += add_problems(&out, path, cross, lines, NULL);
+            count += add_problems(out, path, cross, lines, NULL);
             free(cross);
         }
         cf_config_destroy(cfg);
     }
-    count += check_converter(&out, path, props, lines, "key.converter");
-    count += check_converter(&out, path, props, lines, "value.converter");
-    if (plugin) count += check_transforms(&out, path, props, lines);
+    count += check_converter(out, path, props, lines, "key.converter");
+    count += check_converter(out, path, props, lines, "value.converter");
+    if (plugin) count += check_transforms(out, path, props, lines);
+    return count;
+}
+
+/* The worker file's problems, as check_connector's. */
+static int check_worker(cf_buf *out, const char *path, const cf_props *props, const cf_props *lines) {
+    cf_err err;
+    int count = 0;
+    const cf_cfg_table *tables[] = {&cf_worker_config_table};
+    char *problems = NULL;
+    cf_config *cfg = NULL;
+    if (cf_config_parse(tables, 1, props, &cfg, &problems, &err) != CF_OK) {
+        count += add_problems(out, path, problems, lines, NULL);
+        free(problems);
+    } else {
+        cf_config_destroy(cfg);
+    }
+    count += check_converter(out, path, props, lines, "key.converter");
+    count += check_converter(out, path, props, lines, "value.converter");
+    return count;
+}
+
+int cf_cli_config_problems(const cf_props *props, bool worker, const char *where, cf_buf *out) {
+    return worker ? check_worker(out, where ? where : "", props, NULL) : check_connector(out, where ? where : "", props, NULL);
+}
+
+int cf_cli_validate_props(const cf_props *props, cf_buf *out) { return check_connector(out, NULL, props, NULL); }
+
+/* A file that could not be read: its error, indented; one problem. */
+static int unreadable(const char *path, const char *what, const cf_err *err) {
+    printf("%s: INVALID%s\n", path, what);
+    char buf[2048];
+    cf_err_format(err, buf, sizeof buf);
+    for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) printf("  %s\n", l);
+    return 1;
+}
+
+/* Returns the number of problems found in one file (0 = valid). */
+static int validate_one(const char *path) {
+    cf_props *props = NULL, *lines = NULL;
+    char *name = NULL;
+    cf_err err;
+    if (cf_props_load_file_lines(path, &props, &name, &lines, &err) != CF_OK) return unreadable(path, "", &err);
+    cf_buf out = CF_BUF_INIT;
+    int count = check_connector(&out, path, props, lines);
+    const char *cls = cf_props_get(props, "connector.class");
+    const cf_connector_plugin *plugin = cls && *cls ? cf_connector_find(cls) : NULL;
     if (count)
         printf("%s: INVALID (%d problem%s)\n%s", path, count, count > 1 ? "s" : "", out.data);
     else
@@ -266,16 +320,46 @@ static int validate_one(const char *path) {
     return count;
 }
 
+/* A worker file (--worker), checked against the worker's table as
+ * `cdcflow run --worker` reads it; its converters as a connector's. Returns
+ * the number of problems. */
+static int validate_worker(const char *path) {
+    cf_props *props = NULL, *lines = NULL;
+    cf_err err;
+    if (cf_props_load_file_lines(path, &props, NULL, &lines, &err) != CF_OK)
+        return unreadable(path, " (worker file)", &err);
+    cf_buf out = CF_BUF_INIT;
+    int count = check_worker(&out, path, props, lines);
+    if (count)
+        printf("%s: INVALID (worker file, %d problem%s)\n%s", path, count, count > 1 ? "s" : "", out.data);
+    else
+        printf("%s: OK (worker file)\n", path);
+    cf_buf_free(&out);
+    cf_props_destroy(props);
+    cf_props_destroy(lines);
+    return count;
+}
+
 static int run(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "cdcflow: validate needs at least one file\nHINT:  Usage: cdcflow validate FILE...\n");
+        fprintf(stderr, "cdcflow: validate needs at least one file\nHINT:  Usage: cdcflow validate [--worker FILE] FILE...\n");
         return CF_EXIT_USAGE;
     }
     int bad = 0, files = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) continue;
+        const char *worker = NULL;
+        if (strcmp(argv[i], "--worker") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "cdcflow: --worker needs a file\nHINT:  Usage: cdcflow validate [--worker FILE] FILE...\n");
+                return CF_EXIT_USAGE;
+            }
+            worker = argv[++i];
+        } else if (strncmp(argv[i], "--worker=", 9) == 0) {
+            worker = argv[i] + 9;
+        }
         files++;
-        if (validate_one(argv[i])) bad++;
+        if (worker ? validate_worker(worker) : validate_one(argv[i])) bad++;
     }
     if (!files) {
         fprintf(stderr, "cdcflow: validate needs at least one file\nHINT:  Usage: cdcflow validate FILE...\n");
@@ -288,7 +372,11 @@ static int run(int argc, char **argv) {
 const cf_command cf_cmd_validate = {
     "validate",
     "check connector configuration files (JSON or .properties) without running them",
-    "Usage: cdcflow validate FILE...\n"
+    "Usage: cdcflow validate [--worker WORKER.properties] FILE...\n"
+    "\n"
+    "--worker FILE checks a worker file (a connect-standalone.properties) against\n"
+    "the worker's settings, as `cdcflow run --worker` reads it (Connect keys that\n"
+    "do nothing here, such as plugin.path, are accepted; see docs/configuration.md).\n"
     "\n"
     "Checks each connector configuration file and prints every problem found, not\n"
     "only the first. A file is Kafka Connect JSON ({\"name\": ..., \"config\": {...}}\n"

@@ -30,6 +30,7 @@
 
 #include "cdcflow/buf.h"
 #include "cdcflow/config.h"
+#include "cdcflow/text.h"
 
 typedef struct cfg_entry {
     const cf_cfg_def *def;
@@ -45,6 +46,8 @@ struct cf_config {
     cf_props *props;
     cfg_entry *entries;
     size_t n;
+    const cf_cfg_table **tables; /* the tables it was parsed with (static) */
+    size_t n_tables;
 };
 
 const char *cf_cfg_type_name(cf_cfg_type t) {
@@ -78,8 +81,10 @@ static char *trim_dup(const char *s) {
     return cf_xstrndup(s, n);
 }
 
+/* A PASSWORD value is never shown; credentials inside other values are
+ * masked by cf_err itself (cf_mask_credentials). */
 static const char *shown(const cf_cfg_def *def, const char *value) {
-    return def->type == CF_CFG_PASSWORD ? "[hidden]" : value;
+    return def->type == CF_CFG_PASSWORD ? CF_HIDDEN : value;
 }
 
 /* Integer.parseInt / Long.parseLong: [+-]?[0-9]+ within range. */
@@ -371,23 +376,6 @@ cf_code cf_cfg_table_check(const cf_cfg_table *t, cf_err *err) {
 
 /* ---- unknown keys: "did you mean" ---- */
 
-static size_t edit_distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 200 || lb > 200) return (size_t)-1;
-    size_t prev[201], cur[201];
-    for (size_t j = 0; j <= lb; j++) prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (lb + 1) * sizeof(size_t));
-    }
-    return prev[lb];
-}
-
 static const cf_cfg_def *find_def(const cf_cfg_table *const *tables, size_t n, const char *key) {
     for (size_t i = 0; i < n; i++) {
         const cf_cfg_def *d = cf_cfg_table_find(tables[i], key);
@@ -417,7 +405,7 @@ static void unknown_key(const cf_cfg_table *const *tables, size_t n, const char 
         for (const cf_cfg_def *d = tables[i]->defs; d->name; d++) {
             if (known.len) cf_buf_append_str(&known, ", ");
             cf_buf_append_str(&known, d->name);
-            size_t dist = edit_distance(key, d->name);
+            size_t dist = cf_edit_distance(key, d->name);
             if (dist < best_d) best_d = dist, best = d->name, best_def = d;
         }
     }
@@ -431,16 +419,14 @@ static void unknown_key(const cf_cfg_table *const *tables, size_t n, const char 
     /* The value of an unknown key might be a secret (a misspelt password
      * key), so it is hidden when the key looks like one or its closest
      * known key is a password. */
-    size_t klen = strlen(key);
-    bool close = best && best_d <= (klen < 6 ? 2 : klen / 3 + 1);
+    bool close = best && cf_close_enough(key, best_d);
     cf_buf owners = CF_BUF_INIT;
     for (size_t i = 0; i < n; i++)
         if (tables[i] && tables[i]->name && *tables[i]->name) {
             if (owners.len) cf_buf_append_str(&owners, ", ");
             cf_buf_append_str(&owners, tables[i]->name);
         }
-    if (strcasestr(key, "pass") || strcasestr(key, "secret") || strcasestr(key, "token") ||
-        strcasestr(key, "credential") || (close && best_def->type == CF_CFG_PASSWORD))
+    if (cf_config_key_is_secret(tables, n, key) || (close && best_def->type == CF_CFG_PASSWORD))
         cf_err_detail(err, "\"%s\" (value [hidden]) is not a setting of: %s", key, owners.len ? owners.data : "-");
     else
         cf_err_detail(err, "\"%s\" = \"%s\" is not a setting of: %s", key, value, owners.len ? owners.data : "-");
@@ -473,11 +459,17 @@ void cf_config_destroy(cf_config *c) {
         free_items(c->entries[i].items, c->entries[i].n_items);
     }
     free(c->entries);
+    free(c->tables);
     cf_props_destroy(c->props);
     free(c);
 }
 
 const cf_props *cf_config_props(const cf_config *c) { return c ? c->props : NULL; }
+
+const cf_cfg_table *const *cf_config_tables_of(const cf_config *c, size_t *n) {
+    *n = c ? c->n_tables : 0;
+    return c ? c->tables : NULL;
+}
 
 cf_code cf_config_parse(const cf_cfg_table *const *tables, size_t n, const cf_props *props, cf_config **out,
                         char **problems, cf_err *err) {
@@ -485,6 +477,9 @@ cf_code cf_config_parse(const cf_cfg_table *const *tables, size_t n, const cf_pr
     if (problems) *problems = NULL;
     cf_config *c = cf_xcalloc(1, sizeof *c);
     c->props = props ? cf_props_clone(props) : cf_props_new();
+    c->tables = cf_xcalloc(n ? n : 1, sizeof *c->tables);
+    for (size_t i = 0; i < n; i++)
+        if (tables[i]) c->tables[c->n_tables++] = tables[i];
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         if (tables[i] && tables[i]->defs)

@@ -92,7 +92,8 @@ static cf_code regex_validator(const char *key, const char *value, cf_err *err) 
 
 static const char *const tolerance_values[] = {"none", "all", NULL};
 static const char *const common_prefixes[] = {"transforms.", "predicates.", "key.converter.", "value.converter.",
-                                              "header.converter.", NULL};
+                                              "header.converter.", "producer.override.", "consumer.override.",
+                                              "admin.override.", NULL};
 
 #define G_COMMON "Common"
 #define G_TRANSFORMS "Transforms"
@@ -150,6 +151,11 @@ static const cf_cfg_def connector_defs[] = {
      CF_IMPORTANCE_MEDIUM, G_ERRORS,
      "Add headers to dead letter queue records that say where the record came from and why it failed "
      "(`__connect.errors.*`, as Kafka Connect writes them)."},
+    {"errors.deadletterqueue.topic.replication.factor", CF_CFG_INT, "3", false, NULL, true, -1, 32767, NULL,
+     CF_IMPORTANCE_LOW, G_ERRORS,
+     "Replication factor of the dead letter queue topic when the task creates it (one partition, as Connect); "
+     "-1: the broker's default. Connect's default 3 needs three brokers: set 1 for a single broker. An existing "
+     "topic is used as it is."},
     {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
 };
 
@@ -238,6 +244,24 @@ static void check_aliases(const cf_config *c, const char *list_key, cf_buf *pb, 
     }
 }
 
+/* The checks across keys of the connectors' tables (cf_cfg_check), weak
+ * references as in src/config/registry.c: a connector module comes after
+ * config. ADDING ONE: define `const cf_cfg_check cf_X_check` beside the
+ * table and add it here. */
+#define CF_CONFIG_CHECKS(X) X(cf_sink_config_check)
+#define CF_DECLARE_WEAK(sym) extern const cf_cfg_check sym __attribute__((weak));
+CF_CONFIG_CHECKS(CF_DECLARE_WEAK)
+#undef CF_DECLARE_WEAK
+#define CF_ADDRESS(sym) &sym,
+static const cf_cfg_check *const all_checks[] = {CF_CONFIG_CHECKS(CF_ADDRESS) NULL};
+#undef CF_ADDRESS
+
+static const cf_cfg_check *check_of(const cf_cfg_table *t) {
+    for (size_t i = 0; i + 1 < sizeof all_checks / sizeof all_checks[0]; i++)
+        if (all_checks[i] && all_checks[i]->table == t) return all_checks[i];
+    return NULL;
+}
+
 cf_code cf_connector_config_check(const cf_config *c, bool is_sink, char **problems, cf_err *err) {
     if (problems) *problems = NULL;
     cf_buf pb = CF_BUF_INIT;
@@ -274,6 +298,32 @@ cf_code cf_connector_config_check(const cf_config *c, bool is_sink, char **probl
                     cf_err_where(&e, "errors.deadletterqueue.topic.name");
                     problem(&pb, &count, &first, &e);
                 }
+    }
+    /* the connector's own checks across keys */
+    size_t nt = 0;
+    const cf_cfg_table *const *tables = cf_config_tables_of(c, &nt);
+    for (size_t i = 0; i < nt; i++) {
+        const cf_cfg_check *chk = check_of(tables[i]);
+        if (!chk) continue;
+        char *more = NULL;
+        cf_err e;
+        cf_err_clear(&e);
+        if (chk->check(c, &more, &e) != CF_OK && (!more || !*more)) {
+            problem(&pb, &count, &first, &e);
+        } else if (more && *more) {
+            if (!count) first = e;
+            for (const char *p = more ? more : ""; *p;) { /* one problem a line */
+                const char *nl = strchr(p, '\n');
+                size_t len = nl ? (size_t)(nl - p) : strlen(p);
+                if (len) {
+                    cf_buf_append(&pb, p, len);
+                    cf_buf_append_byte(&pb, '\n');
+                    count++;
+                }
+                p = nl ? nl + 1 : p + len;
+            }
+        }
+        free(more);
     }
     if (!count) {
         cf_buf_free(&pb);

@@ -265,10 +265,30 @@ static void real_text(double v, char *buf, size_t size) {
     }
 }
 
+/* Read with JSON_ALLOW_NUL so that a "\u0000" is reported here, by key and
+ * position, instead of as unreadable JSON: a C string would end at it (a
+ * name "x\u0000" would become "x", another connector). */
+static cf_code nul_in_string(const char *key, json_t *v, cf_err *err) {
+    size_t at = strlen(json_string_value(v));
+    if (strcmp(key, "name") == 0) {
+        cf_err_set(err, CF_ERR_CONFIG, "connector name contains NUL (\\u0000, at byte %zu)", at);
+        cf_err_hint(err, "Choose a name of letters, digits, '-', '_' and '.' (no '/', NUL or control characters, "
+                         "not empty).");
+    } else {
+        cf_err_set(err, CF_ERR_CONFIG, "configuration \"%s\" contains NUL (\\u0000, at byte %zu)", key, at);
+        cf_err_hint(err, "remove the \\u0000: configuration values cannot hold NUL");
+    }
+    cf_err_where(err, "%s", key);
+    return CF_ERR_CONFIG;
+}
+
 static cf_code json_value_text(const char *key, json_t *v, char **out, cf_err *err) {
     char buf[64];
     switch (json_typeof(v)) {
-    case JSON_STRING: *out = cf_xstrndup(json_string_value(v), json_string_length(v)); return CF_OK;
+    case JSON_STRING:
+        if (memchr(json_string_value(v), 0, json_string_length(v))) return nul_in_string(key, v, err);
+        *out = cf_xstrndup(json_string_value(v), json_string_length(v));
+        return CF_OK;
     case JSON_INTEGER: snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
     case JSON_REAL: real_text(json_real_value(v), buf, sizeof buf); break;
     case JSON_TRUE: snprintf(buf, sizeof buf, "true"); break;
@@ -295,7 +315,7 @@ static cf_code json_to_props(json_t *obj, cf_props *p, cf_err *err) {
     const char *k;
     json_t *v;
     json_object_foreach(obj, k, v) {
-        char *text;
+        char *text = NULL;
         if (json_value_text(k, v, &text, err) != CF_OK) return CF_ERR_CONFIG;
         cf_props_set(p, k, text);
         free(text);
@@ -307,7 +327,7 @@ cf_code cf_props_from_json(const char *text, size_t len, cf_props **out, char **
     *out = NULL;
     if (name) *name = NULL;
     json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root) {
         cf_err_set(err, CF_ERR_CONFIG, "invalid JSON in connector configuration");
         cf_err_detail(err, "%s", je.text);
@@ -316,6 +336,22 @@ cf_code cf_props_from_json(const char *text, size_t len, cf_props **out, char **
         return CF_ERR_CONFIG;
     }
     cf_code rc = CF_OK;
+    if (json_is_array(root)) {
+        /* a list of connectors ([{"name":..., "config":...}]): one is that connector */
+        size_t n = json_array_size(root);
+        if (n == 1 && json_is_object(json_array_get(root, 0))) {
+            json_t *one = json_incref(json_array_get(root, 0));
+            json_decref(root);
+            root = one;
+        } else {
+            cf_err_set(err, CF_ERR_CONFIG, "connector configuration is a JSON array of %zu elements", n);
+            cf_err_detail(err, "a configuration file holds one connector");
+            cf_err_hint(err, "put each connector in a file of its own (cdcflow run a.json b.json), or give the array "
+                             "one element");
+            json_decref(root);
+            return CF_ERR_CONFIG;
+        }
+    }
     cf_props *p = cf_props_new();
     json_t *config = json_is_object(root) ? json_object_get(root, "config") : NULL;
     if (!json_is_object(root)) {
@@ -350,6 +386,8 @@ cf_code cf_props_from_json(const char *text, size_t len, cf_props **out, char **
             if (!json_is_string(jn)) {
                 rc = cf_err_set(err, CF_ERR_CONFIG, "connector \"name\" is not a string");
                 cf_err_where(err, "name");
+            } else if (memchr(json_string_value(jn), 0, json_string_length(jn))) {
+                rc = nul_in_string("name", jn, err);
             } else {
                 const char *inner = cf_props_get(p, "name");
                 if (inner && strcmp(inner, json_string_value(jn)) != 0) {
@@ -454,7 +492,7 @@ cf_code cf_props_load_file_lines(const char *path, cf_props **out, char **name, 
     size_t i = off;
     while (i < len && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n' || data[i] == '\f'))
         i++;
-    if (i < len && data[i] == '{') {
+    if (i < len && (data[i] == '{' || data[i] == '[')) {
         rc = cf_props_from_json(data + off, len - off, out, name, err);
         if (rc == CF_OK && lines) *lines = json_key_lines(data + off, len - off, *out);
         if (rc != CF_OK && err) {
@@ -464,6 +502,8 @@ cf_code cf_props_load_file_lines(const char *path, cf_props **out, char **name, 
             int l, c;
             if (sscanf(where, "line %d, column %d", &l, &c) == 2)
                 cf_err_where(err, "%s:%d:%d", path, l, c);
+            else if (!where[0])
+                cf_err_where(err, "%s", path);
             else
                 cf_err_where(err, "%s: %s", path, where);
         }

@@ -27,6 +27,7 @@
     X(cf_sink_common_table)      \
     X(cf_files_source_table)     \
     X(cf_stream_source_table)    \
+    X(cf_cassandra_cdc_table)    \
     X(cf_sink_config_table)             \
     X(cf_json_converter_table)          \
     X(cf_string_converter_table)        \
@@ -35,7 +36,20 @@
     X(cf_extract_new_record_state_table) \
     X(cf_replace_field_table)           \
     X(cf_regex_router_table)            \
-    X(cf_timestamp_converter_table)
+    X(cf_timestamp_converter_table)     \
+    X(cf_value_to_key_table)            \
+    X(cf_insert_field_table)            \
+    X(cf_cast_table)                    \
+    X(cf_filter_table)                  \
+    X(cf_extract_field_table)           \
+    X(cf_hoist_field_table)             \
+    X(cf_flatten_table)                 \
+    X(cf_mask_field_table)              \
+    X(cf_timestamp_router_table)        \
+    X(cf_set_schema_metadata_table)     \
+    X(cf_topic_name_matches_table)      \
+    X(cf_has_header_key_table)          \
+    X(cf_record_is_tombstone_table)
 
 #define CF_DECLARE_WEAK(sym) extern const cf_cfg_table sym __attribute__((weak));
 CF_CONFIG_TABLES(CF_DECLARE_WEAK)

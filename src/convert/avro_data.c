@@ -1208,7 +1208,7 @@ cf_code cf_avro_schema_from_connect(const cf_schema *schema, const cf_avro_opts 
     json_t *j = fc(&F, schema, false, "");
     for (size_t i = 0; i < F.ndefs; i++) free(F.defs[i].fullname);
     free(F.defs);
-    if (!j) return err ? err->code : CF_ERR_SCHEMA;
+    if (!j) return err && err->code != CF_OK ? err->code : CF_ERR_SCHEMA;
     *json = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(j);
     return CF_OK;
@@ -1263,7 +1263,8 @@ static cf_code parse_doc(const char *json, size_t len, json_t **doc_out, anode *
     if (!r) {
         nodes_free(P.all, P.n);
         json_decref(doc);
-        return err ? err->code : CF_ERR_SCHEMA;
+        /* parse_node set err; a failure is never CF_OK, whatever err holds */
+        return err && err->code != CF_OK ? err->code : CF_ERR_SCHEMA;
     }
     *doc_out = doc;
     *nodes = P.all;

@@ -134,3 +134,9 @@ bool cf_converter_sr_status(const cf_converter *c, cf_sr_status *out) {
     cf_sr_client_status(client, out);
     return true;
 }
+
+/* As for the registry status: only the avro converter waits on the network. */
+void cf_converter_set_interrupt(cf_converter *c, const atomic_bool *stop) {
+    if (!c || c->plugin != &cf_avro_converter_plugin || !c->state) return;
+    cf_sr_client_set_interrupt(cf_avro_converter_client(c->state), stop);
+}

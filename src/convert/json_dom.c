@@ -474,57 +474,6 @@ void json_write_string(cf_buf *b, const char *s, size_t len) {
     cf_json_write_string(b, s, len, CF_JSON_REPLACE_BYTES);
 }
 
-/* Java's (JDK 19+) Double.toString / Float.toString layout of the shortest
- * decimal digits `dig` (no leading zeros) with decimal exponent `e10` such
- * that value = 0.d1d2d3... * 10^e10. */
-static void java_layout(cf_buf *b, bool neg, const char *dig, int nd, int e10) {
-    if (neg) cf_buf_append_byte(b, '-');
-    int sci = e10 - 1; /* exponent in d.ddd form */
-    if (sci >= -3 && sci < 7) {
-        if (e10 <= 0) {
-            cf_buf_append_str(b, "0.");
-            for (int i = 0; i < -e10; i++) cf_buf_append_byte(b, '0');
-            cf_buf_append(b, dig, (size_t)nd);
-        } else if (nd <= e10) {
-            cf_buf_append(b, dig, (size_t)nd);
-            for (int i = nd; i < e10; i++) cf_buf_append_byte(b, '0');
-            cf_buf_append_str(b, ".0");
-        } else {
-            cf_buf_append(b, dig, (size_t)e10);
-            cf_buf_append_byte(b, '.');
-            cf_buf_append(b, dig + e10, (size_t)(nd - e10));
-        }
-    } else {
-        cf_buf_append_byte(b, dig[0]);
-        cf_buf_append_byte(b, '.');
-        if (nd > 1) cf_buf_append(b, dig + 1, (size_t)(nd - 1));
-        else cf_buf_append_byte(b, '0');
-        cf_buf_printf(b, "E%d", sci);
-    }
-}
-
-/* Shortest %.Ne digits that read back to the same value. */
-static void shortest(double d, bool is_float, char *dig, int *nd, int *e10) {
-    char tmp[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
-        bool same = is_float ? (strtof(tmp, NULL) == (float)d) : (strtod(tmp, NULL) == d);
-        if (same || prec == 17) break;
-    }
-    /* tmp = "d.ddde[+-]xx" */
-    int k = 0;
-    const char *q = tmp;
-    while (*q && *q != 'e') {
-        if (*q >= '0' && *q <= '9') dig[k++] = *q;
-        q++;
-    }
-    int ex = atoi(q + 1);
-    while (k > 1 && dig[k - 1] == '0') k--;
-    dig[k] = '\0';
-    *nd = k;
-    *e10 = ex + 1;
-}
-
 static bool write_non_finite(cf_buf *b, double d, bool quote) {
     const char *s = NULL;
     if (isnan(d)) s = "NaN";
@@ -536,56 +485,14 @@ static bool write_non_finite(cf_buf *b, double d, bool quote) {
 }
 
 void json_write_double(cf_buf *b, double d, bool quote_non_finite) {
-    if (write_non_finite(b, d, quote_non_finite)) return;
-    if (d == 0) {
-        cf_buf_append_str(b, signbit(d) ? "-0.0" : "0.0");
-        return;
-    }
-    char dig[40];
-    int nd, e10;
-    shortest(fabs(d), false, dig, &nd, &e10);
-    java_layout(b, d < 0, dig, nd, e10);
+    if (!write_non_finite(b, d, quote_non_finite)) cf_java_double_text(b, d);
 }
 
 void json_write_float(cf_buf *b, float f, bool quote_non_finite) {
-    if (write_non_finite(b, f, quote_non_finite)) return;
-    if (f == 0) {
-        cf_buf_append_str(b, signbit(f) ? "-0.0" : "0.0");
-        return;
-    }
-    char dig[40];
-    int nd, e10;
-    shortest(fabs((double)f), true, dig, &nd, &e10);
-    java_layout(b, f < 0, dig, nd, e10);
+    if (!write_non_finite(b, f, quote_non_finite)) cf_java_float_text(b, f);
 }
 
-void json_write_bigdecimal(cf_buf *b, const char *unscaled, int32_t scale) {
-    bool neg = unscaled[0] == '-';
-    const char *c = unscaled + (neg ? 1 : 0);
-    long n = (long)strlen(c);
-    long adjusted = -(long)scale + (n - 1);
-    if (neg) cf_buf_append_byte(b, '-');
-    if (scale >= 0 && adjusted >= -6) {
-        if (scale == 0) {
-            cf_buf_append(b, c, (size_t)n);
-        } else if (n > scale) {
-            cf_buf_append(b, c, (size_t)(n - scale));
-            cf_buf_append_byte(b, '.');
-            cf_buf_append(b, c + n - scale, (size_t)scale);
-        } else {
-            cf_buf_append_str(b, "0.");
-            for (long i = n; i < scale; i++) cf_buf_append_byte(b, '0');
-            cf_buf_append(b, c, (size_t)n);
-        }
-        return;
-    }
-    cf_buf_append_byte(b, c[0]);
-    if (n > 1) {
-        cf_buf_append_byte(b, '.');
-        cf_buf_append(b, c + 1, (size_t)(n - 1));
-    }
-    if (adjusted != 0) cf_buf_printf(b, "E%s%ld", adjusted > 0 ? "+" : "", adjusted);
-}
+void json_write_bigdecimal(cf_buf *b, const char *unscaled, int32_t scale) { cf_java_bigdecimal_text(b, unscaled, scale); }
 
 void json_write_base64(cf_buf *b, const uint8_t *p, size_t n) { cf_base64_encode(b, p, n); }
 

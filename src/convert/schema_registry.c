@@ -144,6 +144,7 @@ struct cf_sr_client {
     sr_cache by_id;      /* key "id" -> schema */
     sr_cache by_schema;  /* key "reg\nsubject\nschema" or "chk\n..." -> id, version */
     cf_sr_status st;
+    const atomic_bool *interrupt; /* cf_sr_client_set_interrupt; NULL: none */
 };
 
 static int64_t now_ms(void) {
@@ -152,10 +153,29 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+static bool interrupted(const cf_sr_client *c) { return c->interrupt && atomic_load(c->interrupt); }
+
+/* The backoff between retries, in slices so that an interrupt ends it. */
+static void sleep_ms(const cf_sr_client *c, long ms) {
+    while (ms > 0 && !interrupted(c)) {
+        long step = ms < 50 ? ms : 50;
+        struct timespec ts = {0, step * 1000000L};
+        while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+        }
+        ms -= step;
     }
+}
+
+void cf_sr_client_set_interrupt(cf_sr_client *c, const atomic_bool *stop) {
+    if (c) c->interrupt = stop;
+}
+
+/* libcurl calls this about once a second while it waits and at every
+ * transfer step: a non-zero return aborts the request
+ * (CURLE_ABORTED_BY_CALLBACK). */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    return interrupted(arg) ? 1 : 0;
 }
 
 void cf_sr_config_init(cf_sr_config *cfg) {
@@ -386,6 +406,11 @@ static void http_once(cf_sr_client *c, const char *base, const char *method, con
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms); /* includes the TLS handshake */
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "cdcflow-schema-registry-client");
+    if (c->interrupt) {
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     if (c->userpwd) {
         curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
         curl_easy_setopt(h, CURLOPT_USERPWD, c->userpwd);
@@ -523,12 +548,22 @@ static cf_code http_call(cf_sr_client *c, const char *method, const char *path, 
     char msg[600] = "";
     for (int attempt = 0; attempt <= c->max_retries; attempt++) {
         if (attempt > 0) {
-            sleep_ms(backoff);
+            sleep_ms(c, backoff);
             backoff = backoff * 2 > c->backoff_max_ms ? c->backoff_max_ms : backoff * 2;
         }
         for (size_t k = 0; k < c->n_urls; k++) {
             size_t ui = (c->url_index + k) % c->n_urls;
-            http_once(c, c->urls[ui], method, path, body, r);
+            if (!interrupted(c)) http_once(c, c->urls[ui], method, path, body, r);
+            if (interrupted(c)) {
+                /* not the registry's failure: the caller stops */
+                char shown[512];
+                redact_url(shown, sizeof shown, c->urls[ui]);
+                cf_err_set(err, CF_ERR_AGAIN, "Schema Registry %s interrupted: the task is stopping", what);
+                cf_err_detail(err, "the request to %s was abandoned; it is made again when the record is read again",
+                              shown);
+                cf_err_where(err, "%s", shown);
+                return CF_ERR_AGAIN;
+            }
             if (r->status > 0 && r->status < 500) {
                 c->url_index = ui;
                 mark_ok(c);

@@ -4,6 +4,7 @@
 #include "cdcflow/buf.h"
 
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,8 +82,10 @@ void cf_buf_reserve(cf_buf *b, size_t extra) {
     if (need <= b->cap) return;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need) cap *= 2;
+    bool fresh = !b->data;
     b->data = cf_xrealloc(b->data, cap);
     b->cap = cap;
+    if (fresh) b->data[0] = '\0'; /* the data is a string from its first byte, appended or not */
 }
 
 void cf_buf_append(cf_buf *b, const void *p, size_t n) {

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cdcflow/text.h"
+
 void cf_err_clear(cf_err *err) {
     if (!err) return;
     err->code = CF_OK;
@@ -21,6 +23,8 @@ cf_code cf_err_setv(cf_err *err, cf_code code, const char *fmt, va_list ap) {
     cf_err_clear(err);
     err->code = code;
     vsnprintf(err->message, sizeof err->message, fmt, ap);
+    /* a message may quote a URL or conninfo with its password: never kept */
+    cf_mask_credentials_inplace(err->message, sizeof err->message);
     return code;
 }
 
@@ -39,6 +43,7 @@ cf_code cf_err_set(cf_err *err, cf_code code, const char *fmt, ...) {
         va_start(ap, fmt);                                  \
         vsnprintf(err->field, sizeof err->field, fmt, ap);  \
         va_end(ap);                                         \
+        cf_mask_credentials_inplace(err->field, sizeof err->field); \
     }
 CF_ERR_FIELD_SETTER(cf_err_detail, detail)
 CF_ERR_FIELD_SETTER(cf_err_hint, hint)

@@ -6,6 +6,12 @@
  */
 #include "cdcflow/text.h"
 
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 size_t cf_utf8_seq_len(const unsigned char *p, size_t avail) {
     unsigned c = p[0];
     size_t n;
@@ -187,4 +193,186 @@ void cf_json_write_string(cf_buf *b, const char *s, size_t n, cf_json_bytes inva
     }
     cf_buf_append(b, s + run, n - run);
     cf_buf_append_byte(b, '"');
+}
+
+/* ---------------- civil dates (Howard Hinnant's algorithms) ---------------- */
+
+void cf_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t yy = (int64_t)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = yy + (*m <= 2);
+}
+
+int64_t cf_days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+
+/* ---------------------------------------------------------------- Java number texts */
+
+static bool non_finite(cf_buf *b, double d) {
+    if (isnan(d)) cf_buf_append_str(b, "NaN");
+    else if (isinf(d)) cf_buf_append_str(b, d > 0 ? "Infinity" : "-Infinity");
+    else return false;
+    return true;
+}
+
+/* Java's (JDK 19+) Double.toString / Float.toString layout of the shortest
+ * decimal digits `dig` (no leading zeros) with decimal exponent `e10` such
+ * that value = 0.d1d2d3... * 10^e10. */
+static void java_layout(cf_buf *b, bool neg, const char *dig, int nd, int e10) {
+    if (neg) cf_buf_append_byte(b, '-');
+    int sci = e10 - 1; /* exponent in d.ddd form */
+    if (sci >= -3 && sci < 7) {
+        if (e10 <= 0) {
+            cf_buf_append_str(b, "0.");
+            for (int i = 0; i < -e10; i++) cf_buf_append_byte(b, '0');
+            cf_buf_append(b, dig, (size_t)nd);
+        } else if (nd <= e10) {
+            cf_buf_append(b, dig, (size_t)nd);
+            for (int i = nd; i < e10; i++) cf_buf_append_byte(b, '0');
+            cf_buf_append_str(b, ".0");
+        } else {
+            cf_buf_append(b, dig, (size_t)e10);
+            cf_buf_append_byte(b, '.');
+            cf_buf_append(b, dig + e10, (size_t)(nd - e10));
+        }
+    } else {
+        cf_buf_append_byte(b, dig[0]);
+        cf_buf_append_byte(b, '.');
+        if (nd > 1) cf_buf_append(b, dig + 1, (size_t)(nd - 1));
+        else cf_buf_append_byte(b, '0');
+        cf_buf_printf(b, "E%d", sci);
+    }
+}
+
+/* Shortest %.Ne digits that read back to the same value. */
+static void shortest(double d, bool is_float, char *dig, int *nd, int *e10) {
+    char tmp[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
+        bool same = is_float ? (strtof(tmp, NULL) == (float)d) : (strtod(tmp, NULL) == d);
+        if (same || prec == 17) break;
+    }
+    /* tmp = "d.ddde[+-]xx" */
+    int k = 0;
+    const char *q = tmp;
+    while (*q && *q != 'e') {
+        if (*q >= '0' && *q <= '9') dig[k++] = *q;
+        q++;
+    }
+    int ex = atoi(q + 1);
+    while (k > 1 && dig[k - 1] == '0') k--;
+    dig[k] = '\0';
+    *nd = k;
+    *e10 = ex + 1;
+}
+
+void cf_java_double_text(cf_buf *b, double d) {
+    if (non_finite(b, d)) return;
+    if (d == 0) {
+        cf_buf_append_str(b, signbit(d) ? "-0.0" : "0.0");
+        return;
+    }
+    char dig[40];
+    int nd, e10;
+    shortest(fabs(d), false, dig, &nd, &e10);
+    java_layout(b, d < 0, dig, nd, e10);
+}
+
+void cf_java_float_text(cf_buf *b, float f) {
+    if (non_finite(b, f)) return;
+    if (f == 0) {
+        cf_buf_append_str(b, signbit(f) ? "-0.0" : "0.0");
+        return;
+    }
+    char dig[40];
+    int nd, e10;
+    shortest(fabs((double)f), true, dig, &nd, &e10);
+    java_layout(b, f < 0, dig, nd, e10);
+}
+
+void cf_java_bigdecimal_text(cf_buf *b, const char *unscaled, int32_t scale) {
+    bool neg = unscaled[0] == '-';
+    const char *c = unscaled + (neg ? 1 : 0);
+    long n = (long)strlen(c);
+    long adjusted = -(long)scale + (n - 1);
+    if (neg) cf_buf_append_byte(b, '-');
+    if (scale >= 0 && adjusted >= -6) {
+        if (scale == 0) {
+            cf_buf_append(b, c, (size_t)n);
+        } else if (n > scale) {
+            cf_buf_append(b, c, (size_t)(n - scale));
+            cf_buf_append_byte(b, '.');
+            cf_buf_append(b, c + n - scale, (size_t)scale);
+        } else {
+            cf_buf_append_str(b, "0.");
+            for (long i = n; i < scale; i++) cf_buf_append_byte(b, '0');
+            cf_buf_append(b, c, (size_t)n);
+        }
+        return;
+    }
+    cf_buf_append_byte(b, c[0]);
+    if (n > 1) {
+        cf_buf_append_byte(b, '.');
+        cf_buf_append(b, c + 1, (size_t)(n - 1));
+    }
+    if (adjusted != 0) cf_buf_printf(b, "E%s%ld", adjusted > 0 ? "+" : "", adjusted);
+}
+
+/* ---------------------------------------------------------------- did you mean */
+
+size_t cf_edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 200 || lb > 200) return (size_t)-1;
+    size_t prev[201], cur[201];
+    for (size_t j = 0; j <= lb; j++) prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof(size_t));
+    }
+    return prev[lb];
+}
+
+bool cf_close_enough(const char *typed, size_t d) {
+    size_t len = strlen(typed);
+    return d != (size_t)-1 && d <= (len < 6 ? 2 : len / 3 + 1);
+}
+
+static const char *simple_name(const char *s) {
+    const char *dot = strrchr(s, '.');
+    return dot ? dot + 1 : s;
+}
+
+const char *cf_did_you_mean(const char *typed, const char *const *cands, size_t n) {
+    if (!typed || !*typed) return NULL;
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    const char *ts = simple_name(typed);
+    for (size_t i = 0; i < n; i++) {
+        if (!cands[i]) continue;
+        size_t d = cf_edit_distance(typed, cands[i]);
+        if (cf_close_enough(typed, d) && d < best_d) best_d = d, best = cands[i];
+        /* the simple names, a little worse than a full match at the same distance */
+        size_t ds = cf_edit_distance(ts, simple_name(cands[i]));
+        if (cf_close_enough(ts, ds) && ds + 1 < best_d) best_d = ds + 1, best = cands[i];
+    }
+    return best;
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cdcflow/log.h"
+#include "cdcflow/worker.h"
 #include "sink_internal.h"
 
 #define SEQ_COL "_change_sequence_number"
@@ -46,14 +47,30 @@ typedef struct sk_table {
     int64_t *last_off;
     uint32_t *epoch;
     size_t n_parts;
+    bool meta_logged; /* the "__" fields kept out were logged */
 } sk_table;
 
 /* A buffered change and where it came from (the merge rule needs it). */
 typedef struct sk_change {
     cf_change c;
-    int32_t partition;
     uint32_t epoch;
 } sk_change;
+
+/* Where one stream of the input stands: a topic partition (next offset) or
+ * a source partition (direct mode: the source offset after the last record
+ * taken, kept borrowed from the record while the put runs, as JSON once it
+ * must outlive it). */
+typedef struct sk_pos {
+    bool source;
+    char *stream;        /* topic, or the source's offsets key JSON */
+    int32_t partition;   /* -1 for a source's */
+    int64_t next_offset; /* -1 for a source's */
+    char *source_name;   /* a source's: its connector and partition, to find it again */
+    cf_value *source_partition;
+    const cf_value *offset_borrowed;
+    char *offset_json;
+    bool dirty;
+} sk_pos;
 
 #define CF_SINK_RETRY_AFTER_FLUSH 1000 /* internal: apply the buffer, then route the record again */
 
@@ -90,6 +107,12 @@ struct cf_sink {
     cf_err bg_err;
     bool bg_failed;
     bool merge_any; /* cf_sink_compact: changes of one ordered stream */
+    /* positions (cf_sink_put_at): the last one of each stream taken, stored
+     * with the next apply; dirty ones are written */
+    sk_pos *pos;
+    size_t n_pos, cap_pos, last_topic_pos, last_source_pos;
+    bool pos_dirty;
+    sk_cass *cass; /* Cassandra change events' partition states (cassandra.c) */
 };
 
 static double now_s(void) {
@@ -112,6 +135,36 @@ void cf_sink_options_default(cf_sink_options *o) {
 }
 
 static char *dup_or_null(const char *s) { return s ? cf_xstrdup(s) : NULL; }
+
+/* The BigQuery settings' strings, owned by the engine's copy of the options. */
+static void bq_options_copy(cf_sink_bq_options *d, const cf_sink_bq_options *o) {
+    *d = *o;
+    d->project = dup_or_null(o->project);
+    d->default_dataset = dup_or_null(o->default_dataset);
+    d->keyfile = dup_or_null(o->keyfile);
+    d->key_source = dup_or_null(o->key_source);
+    d->storage_endpoint = dup_or_null(o->storage_endpoint);
+    d->api_endpoint = dup_or_null(o->api_endpoint);
+    d->token_uri = dup_or_null(o->token_uri);
+    d->metadata_url = dup_or_null(o->metadata_url);
+    size_t n = 0;
+    while (o->datasets && o->datasets[n]) n++;
+    char **ds = NULL;
+    if (o->datasets) {
+        ds = cf_xcalloc(n + 1, sizeof *ds);
+        for (size_t i = 0; i < n; i++) ds[i] = cf_xstrdup(o->datasets[i]);
+    }
+    d->datasets = (const char *const *)ds;
+}
+
+static void bq_options_free(cf_sink_bq_options *o) {
+    const char *strs[] = {o->project,          o->default_dataset, o->keyfile,   o->key_source,
+                          o->storage_endpoint, o->api_endpoint,    o->token_uri, o->metadata_url};
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++) free((char *)strs[i]);
+    for (size_t i = 0; o->datasets && o->datasets[i]; i++) free((char *)o->datasets[i]);
+    free((void *)o->datasets);
+    memset(o, 0, sizeof *o);
+}
 
 /* ---------------- tables ---------------- */
 
@@ -167,7 +220,9 @@ static cf_code check_key_schema(cf_sink *s, sk_table *t, const cf_schema *ks, cf
     if (!ks || ks->type != CF_STRUCT) {
         cf_err_set(err, CF_ERR_SCHEMA, "record key is %s, not a struct", ks ? cf_type_name(ks->type) : "schemaless");
         cf_err_detail(err, "the primary key comes from the key's struct fields (Debezium's <topic>.Key)");
-        cf_err_hint(err, "use key.converter.schemas.enable=true (JsonConverter) or the Avro converter");
+        cf_err_hint(err, "a key without a schema: key.converter.schemas.enable=true (JsonConverter) or the Avro "
+                         "converter; a source without keys (files, stream): make the key from the row with "
+                         "transforms ValueToKey (fields=id), or primary.key.mode=record_value with primary.key.fields");
         return CF_ERR_SCHEMA;
     }
     if (ks->n_fields == 0) {
@@ -235,10 +290,15 @@ static cf_code build_map(cf_sink *s, sk_table *t, const cf_schema *vs, cf_err *e
     }
     map_clear(&t->map);
     int *col = cf_xmalloc((vs->n_fields ? vs->n_fields : 1) * sizeof *col);
+    cf_buf kept_out = CF_BUF_INIT;
     for (size_t i = 0; i < vs->n_fields; i++) {
         const cf_field *f = &vs->fields[i];
         col[i] = -1;
-        if (strncmp(f->name, "__", 2) == 0 && !keep_field(s, f->name)) continue; /* transform metadata */
+        if (strncmp(f->name, "__", 2) == 0 && !s->o.metadata_columns && !keep_field(s, f->name)) {
+            /* transform metadata (ExtractNewRecordState's add.fields) */
+            if (strcmp(f->name, "__deleted") != 0) cf_buf_printf(&kept_out, "%s%s", kept_out.len ? ", " : "", f->name);
+            continue;
+        }
         char *n = col_name(s, f->name);
         int c = find_col(t, n);
         cf_col_type ft = sk_col_type_of(f->schema);
@@ -253,6 +313,7 @@ static cf_code build_map(cf_sink *s, sk_table *t, const cf_schema *vs, cf_err *e
             cf_err_hint(err, "rename the field with ReplaceField (renames=...)");
             free(n);
             free(col);
+            cf_buf_free(&kept_out);
             return CF_ERR_SCHEMA;
         }
         if (c >= 0) {
@@ -263,6 +324,7 @@ static cf_code build_map(cf_sink *s, sk_table *t, const cf_schema *vs, cf_err *e
                     cf_err_hint(err, "rename one with ReplaceField, or set sanitizeFieldNames=false");
                     free(n);
                     free(col);
+                    cf_buf_free(&kept_out);
                     return CF_ERR_SCHEMA;
                 }
             if (!sk_col_compatible(t->t.cols[c].type, ft)) {
@@ -274,6 +336,7 @@ static cf_code build_map(cf_sink *s, sk_table *t, const cf_schema *vs, cf_err *e
                                  "migrate the column by hand or route the topic to a new table");
                 free(n);
                 free(col);
+                cf_buf_free(&kept_out);
                 return CF_ERR_SCHEMA;
             }
             free(n);
@@ -284,6 +347,7 @@ static cf_code build_map(cf_sink *s, sk_table *t, const cf_schema *vs, cf_err *e
                 cf_err_hint(err, "set allowNewBigQueryFields=true to add columns, or drop the field (ReplaceField)");
                 free(n);
                 free(col);
+                cf_buf_free(&kept_out);
                 return CF_ERR_SCHEMA;
             }
             add_col(t, n, ft, false);
@@ -291,6 +355,12 @@ static cf_code build_map(cf_sink *s, sk_table *t, const cf_schema *vs, cf_err *e
         }
         col[i] = c;
     }
+    if (kept_out.len && !t->meta_logged) {
+        CF_INFO("sink", "table %s: fields %s are not written (ExtractNewRecordState metadata; cdc-sink keeps \"__\" "
+                "fields out unless cdcKeepMetadataFields lists them)", t->t.name, kept_out.data);
+        t->meta_logged = true;
+    }
+    cf_buf_free(&kept_out);
     t->map.schema = cf_schema_ref((cf_schema *)vs);
     t->map.col = col;
     t->map.n = vs->n_fields;
@@ -307,7 +377,23 @@ static cf_code table_for(cf_sink *s, const char *topic, sk_table **out, cf_err *
             *out = s->last_tbl = s->tables[i];
             return CF_OK;
         }
-    char *name = s->o.sanitize_topics ? cf_sink_sanitize_name(topic) : cf_xstrdup(topic);
+    char *name;
+    if (s->o.table_name_format) { /* the Debezium JDBC sink's: ${topic} with dots as underscores */
+        cf_buf b = CF_BUF_INIT;
+        for (const char *p = s->o.table_name_format; *p;) {
+            if (strncmp(p, "${topic}", 8) == 0) {
+                for (const char *q = topic; *q; q++) cf_buf_append_byte(&b, *q == '.' ? '_' : (uint8_t)*q);
+                p += 8;
+            } else {
+                cf_buf_append_byte(&b, (uint8_t)*p++);
+            }
+        }
+        char *formatted = b.data ? b.data : cf_xstrdup("");
+        name = s->o.sanitize_topics ? cf_sink_sanitize_name(formatted) : cf_xstrdup(formatted);
+        free(formatted);
+    } else {
+        name = s->o.sanitize_topics ? cf_sink_sanitize_name(topic) : cf_xstrdup(topic);
+    }
     for (size_t i = 0; i < s->n_tables; i++)
         if (strcmp(s->tables[i]->t.name, name) == 0) {
             cf_err_set(err, CF_ERR_CONFIG, "topics \"%s\" and \"%s\" both map to table \"%s\"",
@@ -320,6 +406,7 @@ static cf_code table_for(cf_sink *s, const char *topic, sk_table **out, cf_err *
     t->t.name = name;
     t->t.topic = cf_xstrdup(topic);
     t->t.seq_sections = (s->o.seq_field && *s->o.seq_field) ? 2 : 1;
+    t->t.sink = s;
     pthread_mutex_lock(&s->mu);
     s->tables = cf_xrealloc(s->tables, (s->n_tables + 1) * sizeof *s->tables);
     s->tables[s->n_tables++] = t;
@@ -399,30 +486,41 @@ static void batch_push(sk_table *t, cf_change *c, uint32_t *slot) {
 static bool may_merge(const cf_change *newer, const cf_change *older) {
     if (!newer->has_keep || newer->op != CF_CHANGE_UPSERT || older->op != CF_CHANGE_UPSERT) return true;
     const sk_change *a = (const sk_change *)newer, *b = (const sk_change *)older;
-    return a->partition == b->partition && a->epoch == b->epoch;
+    return a->c.partition == b->c.partition && a->epoch == b->epoch;
+}
+
+/* The compaction map's slot of c's key: its entry, or the free slot where
+ * it goes (key, len and hash for that). */
+static sk_entry *compact_probe(cf_sink *s, sk_table *t, const cf_change *c, const uint8_t **key, uint32_t *len,
+                               uint64_t *hash) {
+    *key = encode_key(s, c, t->t.n_key, len);
+    uint64_t h = hash_bytes(*key, *len, hash_bytes((const uint8_t *)&t, sizeof t, 0xcbf29ce484222325ULL));
+    *hash = h;
+    size_t j = h & (s->ht_cap - 1);
+    while (s->ht[j].key) {
+        sk_entry *e = &s->ht[j];
+        if (e->hash == h && e->tbl == t && e->len == *len && memcmp(e->key, *key, *len) == 0) return e;
+        j = (j + 1) & (s->ht_cap - 1);
+    }
+    return &s->ht[j];
 }
 
 static int compact_add(cf_sink *s, sk_table *t, cf_change *c) {
     if ((s->ht_used + 1) * 10 > s->ht_cap * 7) ht_grow(s);
     uint32_t len;
-    const uint8_t *key = encode_key(s, c, t->t.n_key, &len);
-    uint64_t h = hash_bytes(key, len, hash_bytes((const uint8_t *)&t, sizeof t, 0xcbf29ce484222325ULL));
-    size_t j = h & (s->ht_cap - 1);
-    while (s->ht[j].key) {
-        sk_entry *e = &s->ht[j];
-        if (e->hash == h && e->tbl == t && e->len == len && memcmp(e->key, key, len) == 0) {
-            cf_change *old = t->batch[e->slot];
-            if (cf_seq_compare(&c->seq, &old->seq) >= 0) {
-                if (!s->merge_any && !may_merge(c, old)) return CF_SINK_RETRY_AFTER_FLUSH;
-                merge_keep(c, old);
-                t->batch[e->slot] = c;
-            }
-            s->st.compacted++;
-            return CF_OK;
+    uint64_t h;
+    const uint8_t *key;
+    sk_entry *e = compact_probe(s, t, c, &key, &len, &h);
+    if (e->key) {
+        cf_change *old = t->batch[e->slot];
+        if (cf_seq_compare(&c->seq, &old->seq) >= 0) {
+            if (!s->merge_any && !may_merge(c, old)) return CF_SINK_RETRY_AFTER_FLUSH;
+            merge_keep(c, old);
+            t->batch[e->slot] = c;
         }
-        j = (j + 1) & (s->ht_cap - 1);
+        s->st.compacted++;
+        return CF_OK;
     }
-    sk_entry *e = &s->ht[j];
     e->hash = h, e->key = key, e->len = len, e->tbl = t;
     batch_push(t, c, &e->slot);
     s->ht_used++;
@@ -451,18 +549,104 @@ size_t cf_sink_compact(cf_change **changes, size_t n, size_t n_key) {
 
 /* ---------------- routing a record ---------------- */
 
+/* Debezium's PostgreSQL connector sends an unchanged TOASTed array column
+ * (REPLICA IDENTITY DEFAULT) as an array placeholder
+ * (UnchangedToastedPlaceholder): text[] as the one-element list
+ * ["__debezium_unavailable_value"], int[] and bigint[] as the placeholder's
+ * bytes, one number per byte. Such a cell keeps the stored value, like the
+ * text and bytes placeholders route.c recognises. */
+static bool is_array_placeholder(const cf_value *v) {
+    static const char ph[] = "__debezium_unavailable_value";
+    const size_t n = sizeof ph - 1;
+    if (!v || v->type != CF_ARRAY) return false;
+    const cf_value *const *it = (const cf_value *const *)v->u.arr.items;
+    if (v->u.arr.len == 1 && it[0] && it[0]->type == CF_STRING)
+        return it[0]->u.s.len == n && memcmp(it[0]->u.s.ptr, ph, n) == 0;
+    if (v->u.arr.len != n) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!it[i] || it[i]->type > CF_INT64 || it[i]->u.i != (int64_t)(unsigned char)ph[i]) return false;
+    return true;
+}
+
+/* A primary-key change under REPLICA IDENTITY DEFAULT: Debezium sends a
+ * delete of the old key and a create of the new key (header
+ * __debezium.oldkey) in which the TOASTed columns the UPDATE left alone are
+ * placeholders. Their values are in the old key's row, which the delete
+ * removes; the new row would get NULL there. Silently wrong, so the record
+ * is an error for errors.tolerance. */
+static cf_code refuse_moved_placeholder(const sk_table *t, const cf_change *c, const cf_record *rec, cf_err *err) {
+    if (c->op != CF_CHANGE_UPSERT || !c->has_keep || !cf_record_header_last(rec, "__debezium.oldkey")) return CF_OK;
+    size_t i = 0;
+    while (i + 1 < c->n_cells && c->cells[i].kind != CF_CELL_KEEP) i++;
+    cf_err_set(err, CF_ERR_INVALID,
+               "column \"%s\" holds Debezium's unavailable-value placeholder in the create of a primary-key change "
+               "(header __debezium.oldkey): its value was in the old key's row, which the delete before it removed",
+               t->t.cols[i].name);
+    cf_err_hint(err, "set REPLICA IDENTITY FULL on the source table (ALTER TABLE ... REPLICA IDENTITY FULL) so that "
+                     "Debezium sends the unchanged TOASTed values of a row whose key changes");
+    cf_err_where(err, "%s", t->t.cols[i].name);
+    return CF_ERR_INVALID;
+}
+
+/* A delete whose sequence field was missing or a default (REPLICA IDENTITY
+ * DEFAULT, see sk_sequence) follows the key's last version in the stream: it
+ * takes that version's field section, so that it sorts after it (its offset
+ * section is later). The last version is the one buffered, else the one the
+ * table (or its tombstone) holds. When neither exists the delete cannot be
+ * ordered: an error for errors.tolerance, never a silently kept row. */
+static cf_code order_unknown_delete(cf_sink *s, sk_table *t, cf_change *c, const cf_record *rec, cf_err *err) {
+    const uint8_t *key;
+    uint32_t len;
+    uint64_t h;
+    sk_entry *e = s->ht_cap ? compact_probe(s, t, c, &key, &len, &h) : NULL;
+    bool found = false;
+    cf_seq stored;
+    if (e && e->key) {
+        stored = t->batch[e->slot]->seq;
+        found = true;
+    } else if (s->tg->stored_seq) {
+        cf_code rc = s->tg->stored_seq(s->ts, &t->t, c, &found, &stored, err);
+        if (rc) return rc;
+    }
+    if (!found || stored.n != 2) {
+        const cf_field *f = rec->value_schema && rec->value_schema->type == CF_STRUCT
+                                ? cf_schema_field(rec->value_schema, s->o.seq_field)
+                                : NULL;
+        cf_err_set(err, CF_ERR_INVALID, "delete has no usable value in the sequence field \"%s\"", s->o.seq_field);
+        cf_err_detail(err, "its before image holds only the key (the field is %s, as Debezium writes it for a column "
+                           "outside REPLICA IDENTITY DEFAULT), and %s no version of the key to order it after",
+                      f ? "null or its type's default" : "missing",
+                      s->tg->stored_seq ? "neither this batch nor the table has" : "this target cannot look up");
+        cf_err_hint(err, "set REPLICA IDENTITY FULL on the source table (ALTER TABLE ... REPLICA IDENTITY FULL) so "
+                         "that deletes carry the row's last version, or leave cdcChangeSequenceNumberField empty to "
+                         "order changes by offset");
+        cf_err_where(err, "%s", s->o.seq_field);
+        return CF_ERR_INVALID;
+    }
+    c->seq.s[0] = stored.s[0];
+    cf_seq_format(&c->seq, c->seq_text);
+    return CF_OK;
+}
+
 static cf_code route(cf_sink *s, const cf_record *rec, bool retry, cf_err *err) {
+    if (sk_cass_is_event(rec)) return sk_cass_route(s, s->cass, rec, err); /* Cassandra's semantics */
     sk_class k;
     cf_code rc = sk_classify(&s->o, rec, &k, err);
     if (rc) return rc;
+    if (k.op == CF_CHANGE_DELETE && s->o.skip_deletes && !k.skip) { /* delete.enabled=false */
+        s->st.skipped_deletes++;
+        CF_DEBUG("sink", "%s/%d@%" PRId64 ": delete skipped (delete.enabled=false)", rec->topic, rec->partition,
+                 rec->offset);
+        return CF_OK;
+    }
     if (k.skip) {
         s->st.skipped_other++;
         CF_DEBUG("sink", "%s/%d@%" PRId64 ": skipped (%s)", rec->topic, rec->partition, rec->offset, k.why);
         return CF_OK;
     }
     cf_seq seq;
-    bool skip;
-    rc = sk_sequence(&s->o, rec, &k, &seq, &skip, err);
+    bool skip, unknown;
+    rc = sk_sequence(&s->o, rec, &k, &seq, &skip, &unknown, err);
     if (rc) return rc;
     if (skip) {
         s->st.skipped_tombstones++;
@@ -499,7 +683,8 @@ static cf_code route(cf_sink *s, const cf_record *rec, bool retry, cf_err *err) 
     }
     sk_change *sc = cf_arena_alloc(s->arena, sizeof *sc);
     memset(sc, 0, sizeof *sc);
-    sc->partition = rec->partition;
+    sc->c.partition = rec->partition;
+    sc->c.offset = rec->offset;
     sc->epoch = rec->partition >= 0 && (size_t)rec->partition < t->n_parts ? t->epoch[rec->partition] : 0;
     cf_change *c = &sc->c;
     c->op = k.op;
@@ -540,12 +725,101 @@ static cf_code route(cf_sink *s, const cf_record *rec, bool retry, cf_err *err) 
                 cf_err_where(err, "%s", vs->fields[i].name);
                 return rc;
             }
+            if (is_array_placeholder(v)) c->cells[ci].kind = CF_CELL_KEEP;
             if (c->cells[ci].kind == CF_CELL_KEEP) c->has_keep = true;
         }
     }
+    if ((rc = refuse_moved_placeholder(t, c, rec, err))) return rc;
+    if (unknown && (rc = order_unknown_delete(s, t, c, rec, err))) return rc;
     rc = compact_add(s, t, c);
     if (rc) return rc; /* CF_SINK_RETRY_AFTER_FLUSH */
     if (k.op == CF_CHANGE_UPSERT) s->st.upserts++;
+    else s->st.deletes++;
+    s->buffered++;
+    return CF_OK;
+}
+
+/* ---------------- what cassandra.c uses ---------------- */
+
+const cf_sink_target *sk_engine_target(cf_sink *s, void **target_state) {
+    *target_state = s->ts;
+    return s->tg;
+}
+
+cf_arena *sk_engine_arena(cf_sink *s) { return s->arena; }
+
+cf_code sk_engine_table(cf_sink *s, const char *topic, cf_sink_table **out, cf_err *err) {
+    sk_table *t;
+    cf_code rc = table_for(s, topic, &t, err);
+    if (!rc) *out = &t->t;
+    return rc;
+}
+
+cf_code sk_engine_column(cf_sink *s, cf_sink_table *st, const char *field, cf_col_type type, bool key, size_t key_pos,
+                         int *idx, cf_err *err) {
+    sk_table *t = (sk_table *)st; /* t->t is the first member */
+    char *n = col_name(s, field);
+    int c = find_col(t, n);
+    if (reserved_name(n)) {
+        cf_err_set(err, CF_ERR_SCHEMA, "column \"%s\" would be \"%s\", a reserved name", field, n);
+        free(n);
+        return CF_ERR_SCHEMA;
+    }
+    if (key) {
+        if (c >= 0 ? (size_t)c != key_pos : (key_pos != t->t.n_key || t->t.n_cols != t->t.n_key)) {
+            cf_err_set(err, CF_ERR_SCHEMA, "column \"%s\" is not the primary key's column %zu of table \"%s\"", n,
+                       key_pos + 1, t->t.name);
+            cf_err_hint(err, "a primary key change needs a new table: route the topic elsewhere or recreate the table");
+            free(n);
+            return CF_ERR_SCHEMA;
+        }
+        if (c < 0) {
+            add_col(t, n, type, true);
+            t->t.n_key = key_pos + 1;
+            c = (int)key_pos;
+            n = NULL;
+        }
+    } else if (c < 0) {
+        if (t->ensured && !s->o.allow_new_fields) {
+            cf_err_set(err, CF_ERR_SCHEMA, "field \"%s\" has no column in table \"%s\"", field, t->t.name);
+            cf_err_hint(err, "set allowNewBigQueryFields=true to add columns");
+            free(n);
+            return CF_ERR_SCHEMA;
+        }
+        add_col(t, n, type, false);
+        c = (int)t->t.n_cols - 1;
+        n = NULL;
+    } else if ((size_t)c < t->t.n_key) {
+        cf_err_set(err, CF_ERR_SCHEMA, "field \"%s\" is a primary key column of table \"%s\"", field, t->t.name);
+        free(n);
+        return CF_ERR_SCHEMA;
+    }
+    if (n && !sk_col_compatible(t->t.cols[c].type, type)) {
+        cf_err_set(err, CF_ERR_SCHEMA, "incompatible schema change: column \"%s\" of table \"%s\" is %s, now %s", n,
+                   t->t.name, cf_col_type_name(t->t.cols[c].type), cf_col_type_name(type));
+        free(n);
+        return CF_ERR_SCHEMA;
+    }
+    free(n);
+    *idx = c;
+    return CF_OK;
+}
+
+cf_change *sk_engine_change(cf_sink *s, const cf_record *rec, cf_sink_table *t, cf_change_op op, cf_cell *cells) {
+    sk_change *sc = cf_arena_alloc(s->arena, sizeof *sc);
+    memset(sc, 0, sizeof *sc);
+    sc->c.partition = rec->partition;
+    sc->c.offset = rec->offset;
+    sc->c.op = op;
+    sc->c.n_cells = op == CF_CHANGE_DELETE ? t->n_key : t->n_cols;
+    sc->c.cells = cells;
+    return &sc->c;
+}
+
+cf_code sk_engine_buffer(cf_sink *s, cf_sink_table *t, cf_change *c) {
+    cf_code rc = compact_add(s, (sk_table *)t, c);
+    if (rc) return rc;
+    if (c->op == CF_CHANGE_UPSERT) s->st.upserts++;
     else s->st.deletes++;
     s->buffered++;
     return CF_OK;
@@ -556,8 +830,17 @@ static cf_code route(cf_sink *s, const cf_record *rec, bool retry, cf_err *err) 
 /* Key order for the writes: a batch has one change per key, so the order is
  * free, and walking a primary key index in order touches each page once
  * (SQLite: ~3x fewer database seconds than event order on random keys). */
-static int cell_cmp(const cf_cell *a, const cf_cell *b) {
-    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+/* One order of cells for every use in the sink (write order here, clustering
+ * and element order for Cassandra events): numbers by value (an int against
+ * a real too), text and bytes by unsigned bytes, which is Cassandra's order
+ * for UTF8Type, AsciiType and BytesType (ISO dates and times sort as text);
+ * kinds apart by kind, NULL first. Returns -1, 0 or 1. */
+int cf_sink_cell_cmp(const cf_cell *a, const cf_cell *b) {
+    if (a->kind != b->kind) {
+        if (a->kind == CF_CELL_INT && b->kind == CF_CELL_REAL) return (double)a->u.i < b->u.f ? -1 : (double)a->u.i > b->u.f;
+        if (a->kind == CF_CELL_REAL && b->kind == CF_CELL_INT) return a->u.f < (double)b->u.i ? -1 : a->u.f > (double)b->u.i;
+        return a->kind < b->kind ? -1 : 1;
+    }
     switch (a->kind) {
     case CF_CELL_INT: return a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
     case CF_CELL_REAL: return a->u.f < b->u.f ? -1 : a->u.f > b->u.f;
@@ -565,7 +848,7 @@ static int cell_cmp(const cf_cell *a, const cf_cell *b) {
     case CF_CELL_BLOB: {
         uint32_t m = a->len < b->len ? a->len : b->len;
         int c = m ? memcmp(a->u.p, b->u.p, m) : 0;
-        return c ? c : (a->len < b->len ? -1 : a->len > b->len);
+        return c ? (c < 0 ? -1 : 1) : (a->len < b->len ? -1 : a->len > b->len);
     }
     default: return 0;
     }
@@ -575,7 +858,7 @@ static int key_cmp(const void *pa, const void *pb) {
     const cf_change *a = *(const cf_change *const *)pa, *b = *(const cf_change *const *)pb;
     size_t n = a->n_cells < b->n_cells ? a->n_cells : b->n_cells;
     for (size_t k = 0; k < n; k++) {
-        int c = cell_cmp(&a->cells[k], &b->cells[k]);
+        int c = cf_sink_cell_cmp(&a->cells[k], &b->cells[k]);
         if (c) return c; /* key cells come first; distinct keys differ there */
     }
     return 0;
@@ -593,8 +876,123 @@ static int table_name_cmp(const void *a, const void *b) {
     return strcmp((*(sk_table *const *)a)->t.name, (*(sk_table *const *)b)->t.name);
 }
 
+/* ---------------- positions ---------------- */
+
+static bool keeps_positions(const cf_sink *s) {
+    return s->o.consumer && s->tg->save_positions && s->tg->load_positions;
+}
+
+static sk_pos *pos_add(cf_sink *s) {
+    if (s->n_pos == s->cap_pos) s->pos = cf_xrealloc(s->pos, (s->cap_pos = s->cap_pos ? s->cap_pos * 2 : 8) * sizeof *s->pos);
+    sk_pos *e = &s->pos[s->n_pos++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+/* Note where the input stands after one record. Cheap for a run of records
+ * of one stream (the last stream's entry is tried first). */
+static void pos_note(cf_sink *s, const cf_sink_position *p) {
+    if (p->topic && p->next_offset >= 0) {
+        sk_pos *e = NULL;
+        size_t i = s->last_topic_pos;
+        if (i < s->n_pos && !s->pos[i].source && s->pos[i].partition == p->partition &&
+            strcmp(s->pos[i].stream, p->topic) == 0)
+            e = &s->pos[i];
+        for (i = 0; !e && i < s->n_pos; i++)
+            if (!s->pos[i].source && s->pos[i].partition == p->partition && strcmp(s->pos[i].stream, p->topic) == 0)
+                e = &s->pos[i], s->last_topic_pos = i;
+        if (!e) {
+            e = pos_add(s);
+            e->stream = cf_xstrdup(p->topic);
+            e->partition = p->partition;
+            s->last_topic_pos = s->n_pos - 1;
+        }
+        e->next_offset = p->next_offset;
+        e->dirty = s->pos_dirty = true;
+    }
+    if (p->source && p->source_partition && p->source_offset) {
+        sk_pos *e = NULL;
+        size_t i = s->last_source_pos;
+        if (i < s->n_pos && s->pos[i].source && strcmp(s->pos[i].source_name, p->source) == 0 &&
+            cf_value_equal(s->pos[i].source_partition, p->source_partition))
+            e = &s->pos[i];
+        for (i = 0; !e && i < s->n_pos; i++)
+            if (s->pos[i].source && strcmp(s->pos[i].source_name, p->source) == 0 &&
+                cf_value_equal(s->pos[i].source_partition, p->source_partition))
+                e = &s->pos[i], s->last_source_pos = i;
+        if (!e) {
+            e = pos_add(s);
+            e->source = true;
+            e->source_name = cf_xstrdup(p->source);
+            e->source_partition = cf_value_clone(p->source_partition);
+            e->stream = cf_offset_key_json(p->source, p->source_partition);
+            e->partition = -1;
+            e->next_offset = -1;
+            s->last_source_pos = s->n_pos - 1;
+        }
+        e->offset_borrowed = p->source_offset;
+        e->dirty = s->pos_dirty = true;
+    }
+}
+
+/* The records of the put end (or an apply in its middle): source offsets
+ * borrowed from them become the engine's own. */
+static void pos_own(cf_sink *s) {
+    for (size_t i = 0; i < s->n_pos; i++) {
+        sk_pos *e = &s->pos[i];
+        if (!e->offset_borrowed) continue;
+        free(e->offset_json);
+        e->offset_json = cf_offset_value_json(e->offset_borrowed);
+        e->offset_borrowed = NULL;
+    }
+}
+
+static cf_code pos_save(cf_sink *s, cf_err *err) {
+    if (!s->pos_dirty || !keeps_positions(s)) return CF_OK;
+    pos_own(s);
+    cf_sink_stored_position *v = cf_xmalloc(s->n_pos * sizeof *v);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_pos; i++)
+        if (s->pos[i].dirty)
+            v[k++] = (cf_sink_stored_position){s->pos[i].stream, s->pos[i].partition, s->pos[i].next_offset,
+                                               s->pos[i].source ? s->pos[i].offset_json : NULL};
+    cf_code rc = s->tg->save_positions(s->ts, s->o.consumer, v, k, err);
+    free(v);
+    if (rc) cf_err_where(err, "positions of %s", s->o.consumer);
+    return rc;
+}
+
+static void pos_saved(cf_sink *s) {
+    for (size_t i = 0; i < s->n_pos; i++) s->pos[i].dirty = false;
+    s->pos_dirty = false;
+}
+
+static void pos_free(cf_sink *s) {
+    for (size_t i = 0; i < s->n_pos; i++) {
+        free(s->pos[i].stream);
+        free(s->pos[i].source_name);
+        free(s->pos[i].offset_json);
+        cf_value_destroy(s->pos[i].source_partition);
+    }
+    free(s->pos);
+}
+
+cf_code cf_sink_read_positions(cf_sink *s, cf_sink_stored_position **out, size_t *n, cf_err *err) {
+    *out = NULL;
+    *n = 0;
+    if (!keeps_positions(s)) return CF_OK;
+    pthread_mutex_lock(&s->mu);
+    cf_code rc = s->tg->load_positions(s->ts, s->o.consumer, out, n, err);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---------------- applying a batch ---------------- */
+
 static cf_code do_flush(cf_sink *s, cf_err *err) {
-    if (s->buffered == 0) return CF_OK;
+    bool positions = s->pos_dirty && keeps_positions(s);
+    bool cass = sk_cass_dirty(s->cass);
+    if (s->buffered == 0 && !positions && !cass) return CF_OK;
     double t0 = now_s();
     cf_code rc = CF_OK;
     pthread_mutex_lock(&s->mu);
@@ -610,7 +1008,7 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
     /* tables in name order: targets lock per table, and every task taking
      * the locks in the same order cannot deadlock */
     sk_table **order = cf_xmalloc((s->n_tables ? s->n_tables : 1) * sizeof *order);
-    memcpy(order, s->tables, s->n_tables * sizeof *order);
+    if (s->n_tables) memcpy(order, s->tables, s->n_tables * sizeof *order); /* none yet: positions alone */
     qsort(order, s->n_tables, sizeof *order, table_name_cmp);
     if (!rc) {
         int64_t wall = (int64_t)time(NULL);
@@ -621,7 +1019,7 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
             cf_change **sorted = cf_xmalloc(t->nb * sizeof *sorted);
             memcpy(sorted, t->batch, t->nb * sizeof *sorted);
             qsort(sorted, t->nb, sizeof *sorted, key_cmp);
-            if (s->o.max_staleness_s > 0) rc = s->tg->stage(s->ts, &t->t, sorted, t->nb, err);
+            if (s->o.max_staleness_s > 0 && s->tg->stage) rc = s->tg->stage(s->ts, &t->t, sorted, t->nb, err);
             else rc = s->tg->apply(s->ts, &t->t, sorted, t->nb, err);
             free(sorted);
             if (!rc) s->st.written += t->nb;
@@ -631,6 +1029,8 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
             }
             if (rc) cf_err_where(err, "table \"%s\" (topic %s)", t->t.name, t->t.topic);
         }
+        if (!rc && cass) rc = sk_cass_save(s, s->cass, err); /* the state with the rows it produced */
+        if (!rc && positions) rc = pos_save(s, err); /* with the rows, in their transaction */
         if (!rc) rc = s->tg->commit(s->ts, err);
         else s->tg->rollback(s->ts);
     }
@@ -638,23 +1038,37 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
     pthread_mutex_unlock(&s->mu);
     s->st.t_db_s += now_s() - t0;
     if (rc) return rc;
+    if (positions) pos_saved(s);
+    sk_cass_saved(s->cass);
     s->st.flushes++;
     batch_reset(s);
     return CF_OK;
 }
 
 cf_code cf_sink_put(cf_sink *s, cf_record *const *records, size_t n, cf_err *err) {
+    return cf_sink_put_at(s, records, NULL, n, err);
+}
+
+cf_code cf_sink_put_at(cf_sink *s, cf_record *const *records, const cf_sink_position *pos, size_t n, cf_err *err) {
+    if (!keeps_positions(s)) pos = NULL;
+    cf_code rc = CF_OK;
     double t0 = now_s();
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !rc; i++) {
         const cf_record *r = records[i];
+        if (!r) { /* dropped before the engine (reported): only the position moves */
+            if (pos) pos_note(s, &pos[i]);
+            continue;
+        }
         s->st.records++;
         cf_err problem;
         cf_err_clear(&problem);
-        cf_code rc = route(s, r, false, &problem);
+        rc = route(s, r, false, &problem);
         if (rc == CF_SINK_RETRY_AFTER_FLUSH) {
+            /* applied first: what came before this record, with its positions */
             s->st.t_route_s += now_s() - t0;
+            pos_own(s);
             rc = do_flush(s, err);
-            if (rc) return rc;
+            if (rc) break;
             t0 = now_s();
             rc = route(s, r, true, &problem);
             if (rc == CF_SINK_RETRY_AFTER_FLUSH) rc = cf_err_set(&problem, CF_ERR_INTERNAL, "compaction retry failed");
@@ -666,26 +1080,25 @@ cf_code cf_sink_put(cf_sink *s, cf_record *const *records, size_t n, cf_err *err
             snprintf(problem.where, sizeof problem.where, "%s", where);
             if (!s->rep) {
                 if (err) *err = problem;
-                s->st.t_route_s += now_s() - t0;
-                return rc;
+                break;
             }
             rc = s->rep(s->rep_ud, r, &problem, err);
-            if (rc) {
-                s->st.t_route_s += now_s() - t0;
-                return rc;
-            }
-            s->st.bad_records++;
-            continue;
+            if (rc) break;
+            s->st.bad_records++; /* reported and dropped: the position moves past it */
         }
-        if (s->buffered >= s->o.batch_max_records) {
+        if (pos) pos_note(s, &pos[i]);
+        if (s->buffered >= s->o.batch_max_records ||
+            (s->o.batch_max_bytes && cf_arena_used(s->arena) >= s->o.batch_max_bytes)) {
             s->st.t_route_s += now_s() - t0;
+            pos_own(s);
             rc = do_flush(s, err);
-            if (rc) return rc;
             t0 = now_s();
         }
     }
+    /* the records (and the source offsets borrowed from them) are the caller's again */
+    pos_own(s);
     s->st.t_route_s += now_s() - t0;
-    return CF_OK;
+    return rc;
 }
 
 cf_code cf_sink_flush(cf_sink *s, cf_err *err) {
@@ -717,7 +1130,7 @@ static cf_code apply_staged_locked(cf_sink *s, void *ts, bool bg, cf_err *err) {
 }
 
 cf_code cf_sink_apply_staged(cf_sink *s, cf_err *err) {
-    if (s->o.max_staleness_s <= 0) return CF_OK;
+    if (s->o.max_staleness_s <= 0 || !s->tg->apply_staged) return CF_OK;
     pthread_mutex_lock(&s->mu);
     cf_code rc = apply_staged_locked(s, s->ts, false, err);
     pthread_mutex_unlock(&s->mu);
@@ -770,6 +1183,10 @@ cf_code cf_sink_new(const cf_sink_options *opts, const cf_sink_target *target, c
     s->o.pg_password = dup_or_null(opts->pg_password);
     s->o.pg_schema = dup_or_null(opts->pg_schema);
     s->o.seq_field = opts->seq_field && *opts->seq_field ? cf_xstrdup(opts->seq_field) : NULL;
+    bq_options_copy(&s->o.bq, &opts->bq);
+    s->o.table_name_format = dup_or_null(opts->table_name_format);
+    s->o.consumer = dup_or_null(opts->consumer);
+    s->o.cassandra_schema = dup_or_null(opts->cassandra_schema);
     if (!s->o.batch_max_records) s->o.batch_max_records = 100000;
     for (const char *const *k = opts->keep_fields; k && *k; k++) {
         s->keep = cf_xrealloc(s->keep, (s->n_keep + 1) * sizeof *s->keep);
@@ -780,8 +1197,9 @@ cf_code cf_sink_new(const cf_sink_options *opts, const cf_sink_target *target, c
     s->arena = cf_arena_new(1 << 20);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
-    cf_code rc = target->open(&s->o, &s->ts, err);
-    if (!rc && s->o.max_staleness_s > 0) {
+    s->cass = sk_cass_new(&s->o, err);
+    cf_code rc = s->cass ? target->open(&s->o, &s->ts, err) : CF_ERR_CONFIG;
+    if (!rc && s->o.max_staleness_s > 0 && target->stage && target->apply_staged) {
         rc = target->open(&s->o, &s->bg_ts, err);
         if (!rc) {
             if (pthread_create(&s->bg, NULL, bg_main, s) != 0) {
@@ -815,6 +1233,7 @@ void cf_sink_destroy(cf_sink *s) {
     }
     for (size_t i = 0; i < s->n_tables; i++) table_free(s, s->tables[i]);
     free(s->tables);
+    pos_free(s);
     if (s->ts) s->tg->close(s->ts);
     if (s->bg_ts) s->tg->close(s->bg_ts);
     cf_arena_destroy(s->arena);
@@ -825,6 +1244,11 @@ void cf_sink_destroy(cf_sink *s) {
     free((char *)s->o.pg_password);
     free((char *)s->o.pg_schema);
     free((char *)s->o.seq_field);
+    bq_options_free(&s->o.bq);
+    free((char *)s->o.table_name_format);
+    free((char *)s->o.consumer);
+    free((char *)s->o.cassandra_schema);
+    sk_cass_destroy(s->cass);
     for (size_t i = 0; i < s->n_keep; i++) free(s->keep[i]);
     free(s->keep);
     pthread_mutex_destroy(&s->mu);
@@ -832,12 +1256,88 @@ void cf_sink_destroy(cf_sink *s) {
     free(s);
 }
 
+/* ---------------- changes a target refused ---------------- */
+
+/* A struct of columns [from, to) of t holding the change's cells (text
+ * forms as strings), for the reporter and the dead letter queue. */
+static cf_value *cells_struct(const cf_sink_table *t, const cf_change *c, size_t from, size_t to, const char *name,
+                              cf_schema **schema) {
+    cf_schema *st = cf_schema_new_struct();
+    cf_schema_set_name(st, name);
+    for (size_t i = from; i < to; i++) {
+        cf_type ty = CF_STRING;
+        switch (t->cols[i].type) {
+        case CF_COL_BOOL: ty = CF_BOOLEAN; break;
+        case CF_COL_INT16:
+        case CF_COL_INT32:
+        case CF_COL_INT64: ty = CF_INT64; break;
+        case CF_COL_FLOAT32:
+        case CF_COL_FLOAT64: ty = CF_FLOAT64; break;
+        case CF_COL_BYTES: ty = CF_BYTES; break;
+        default: break;
+        }
+        cf_schema_add_field(st, t->cols[i].name, cf_schema_primitive(ty, !t->cols[i].key), NULL);
+    }
+    cf_value *v = cf_value_struct(cf_schema_ref(st));
+    for (size_t i = from; i < to; i++) {
+        const cf_cell *x = i < c->n_cells ? &c->cells[i] : NULL;
+        cf_value *cv = NULL;
+        if (x) switch (x->kind) {
+            case CF_CELL_INT:
+                cv = t->cols[i].type == CF_COL_BOOL ? cf_value_bool(x->u.i != 0) : cf_value_int64(x->u.i);
+                break;
+            case CF_CELL_REAL: cv = cf_value_float64(x->u.f); break;
+            case CF_CELL_TEXT: cv = cf_value_string_n(x->u.p, x->len); break;
+            case CF_CELL_BLOB: cv = cf_value_bytes(x->u.p, x->len); break;
+            case CF_CELL_KEEP: cv = cf_value_string("__debezium_unavailable_value"); break;
+            default: break;
+            }
+        cf_value_struct_set_index(v, i - from, cv);
+    }
+    *schema = st;
+    return v;
+}
+
+cf_code cf_sink_table_reject(cf_sink_table *t, const cf_change *c, const cf_err *problem, cf_err *err) {
+    cf_sink *s = t->sink;
+    cf_err p = *problem;
+    char where[256];
+    snprintf(where, sizeof where, "%s/%d@%" PRId64 "%s%s", t->topic, c->partition, c->offset,
+             p.where[0] ? ": " : "", p.where);
+    snprintf(p.where, sizeof p.where, "%s", where);
+    if (!s || !s->rep) {
+        if (err) *err = p;
+        return p.code ? p.code : CF_ERR_TARGET;
+    }
+    cf_record *r = cf_record_new();
+    cf_record_set_topic(r, t->topic);
+    r->partition = c->partition;
+    r->offset = c->offset;
+    cf_schema *ks, *vs;
+    cf_value *k = cells_struct(t, c, 0, t->n_key, "key", &ks);
+    cf_record_set_key(r, ks, k);
+    if (c->op == CF_CHANGE_UPSERT) {
+        cf_value *v = cells_struct(t, c, 0, t->n_cols, "value", &vs);
+        cf_record_set_value(r, vs, v);
+    }
+    cf_code rc = s->rep(s->rep_ud, r, &p, err);
+    cf_record_destroy(r);
+    if (!rc) s->st.bad_records++;
+    return rc;
+}
+
 void cf_sink_set_reporter(cf_sink *s, cf_sink_report_fn fn, void *ud) {
     s->rep = fn;
     s->rep_ud = ud;
 }
 
-void cf_sink_get_stats(const cf_sink *s, cf_sink_stats *out) { *out = s->st; }
+void cf_sink_get_stats(const cf_sink *s, cf_sink_stats *out) {
+    /* the staleness thread counts its applies under mu */
+    cf_sink *m = (cf_sink *)s;
+    pthread_mutex_lock(&m->mu);
+    *out = s->st;
+    pthread_mutex_unlock(&m->mu);
+}
 
 const cf_sink_table *cf_sink_table_for_topic(const cf_sink *s, const char *topic) {
     for (size_t i = 0; i < s->n_tables; i++)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cdcflow/text.h"
 #include "sink_internal.h"
 
 #define UNAVAILABLE "__debezium_unavailable_value"
@@ -55,34 +56,12 @@ bool sk_col_compatible(cf_col_type col, cf_col_type field) {
     return false;
 }
 
-/* ---------------- civil time (Howard Hinnant's algorithms) ---------------- */
-
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t yy = (int64_t)yoe + era * 400;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = yy + (*m <= 2);
-}
-
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
+/* ---------------- civil time (the calendar: cf_days_from_civil, core) ---------------- */
 
 static int fmt_date(char *b, size_t n, int64_t days) {
     int64_t y;
     unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
+    cf_civil_from_days(days, &y, &m, &d);
     return snprintf(b, n, "%04" PRId64 "-%02u-%02u", y, m, d);
 }
 
@@ -128,7 +107,7 @@ static bool parse_iso_micros(const char *s, int64_t *out) {
     }
     if (*s) return false;
     if (M < 1 || M > 12 || D < 1 || D > 31) return false;
-    int64_t secs = days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400 + h * 3600 + mi * 60 + se - off;
+    int64_t secs = cf_days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400 + h * 3600 + mi * 60 + se - off;
     *out = secs * 1000000 + frac;
     return true;
 }
@@ -395,7 +374,8 @@ cf_code sk_classify(const cf_sink_options *o, const cf_record *rec, sk_class *ou
     out->image = v;
     out->op = CF_CHANGE_UPSERT, out->why = "upsert";
     const cf_schema *ds = NULL;
-    const cf_value *del = struct_field(v, "__deleted", &ds);
+    /* the Debezium JDBC sink deletes only for a null value: __deleted is a column */
+    const cf_value *del = o->metadata_columns ? NULL : struct_field(v, "__deleted", &ds);
     if (del) {
         if (del->type == CF_BOOLEAN) {
             if (del->u.b) out->op = CF_CHANGE_DELETE, out->why = "__deleted";
@@ -414,15 +394,15 @@ cf_code sk_classify(const cf_sink_options *o, const cf_record *rec, sk_class *ou
             return CF_ERR_SCHEMA;
         }
     }
-    (void)o;
     return CF_OK;
 }
 
 /* Sequence number of a classified record. Sets *skip for a seq_field-mode
  * tombstone. */
 cf_code sk_sequence(const cf_sink_options *o, const cf_record *rec, const sk_class *k, cf_seq *seq, bool *skip,
-                    cf_err *err) {
+                    bool *unknown, cf_err *err) {
     *skip = false;
+    if (unknown) *unknown = false;
     memset(seq, 0, sizeof *seq);
     if (rec->offset < 0) {
         cf_err_set(err, CF_ERR_INVALID, "record has no Kafka offset (%" PRId64 ")", rec->offset);
@@ -437,6 +417,17 @@ cf_code sk_sequence(const cf_sink_options *o, const cf_record *rec, const sk_cla
     const cf_value *fv = NULL;
     if (k->image) fv = struct_field(k->image, o->seq_field, &fs);
     if (!fv && rec->key && rec->key->type == CF_STRUCT) fv = struct_field(rec->key, o->seq_field, &fs);
+    /* A delete of a table with REPLICA IDENTITY DEFAULT carries only the key
+     * in its before image: Debezium leaves the other columns null, or gives
+     * the required ones their type's default (0, ""). Ordered by that, the
+     * delete would sort before the row's last version and the row would
+     * stay: the engine takes the field section from the key's last version. */
+    bool defaulted = fv && ((fv->type <= CF_INT64 && fv->u.i == 0) || (fv->type == CF_STRING && fv->u.s.len == 0));
+    if (unknown && k->op == CF_CHANGE_DELETE && !k->tombstone && (!fv || defaulted)) {
+        *unknown = true;
+        seq->n = 2, seq->s[0] = 0, seq->s[1] = (uint64_t)rec->offset;
+        return CF_OK;
+    }
     if (!fv) {
         if (k->tombstone) {
             *skip = true;
@@ -468,7 +459,7 @@ cf_code cf_sink_route_one(const cf_sink_options *opts, const cf_record *rec, cf_
     out->op = k.op, out->why = k.why, out->skip = k.skip;
     if (k.skip) return CF_OK;
     bool skip;
-    rc = sk_sequence(opts, rec, &k, &out->seq, &skip, err);
+    rc = sk_sequence(opts, rec, &k, &out->seq, &skip, NULL, err);
     if (rc) return rc;
     if (skip) out->skip = true, out->why = "tombstone (sequence field mode)";
     return CF_OK;

@@ -25,6 +25,7 @@
 
 #include "cdcflow/buf.h"
 #include "cdcflow/transforms.h"
+#include "xf_util.h"
 
 typedef struct rr {
     regex_t re;
@@ -216,6 +217,33 @@ static cf_code check_replacement(const char *r, size_t ngroups, cf_err *err) {
     return CF_OK;
 }
 
+cf_code xf_java_regex_compile(const char *java, const char *key, regex_t *re, size_t *groups, cf_err *err) {
+    cf_buf ere = CF_BUF_INIT;
+    cf_buf_append_str(&ere, "^(");
+    cf_code rc = java_to_ere(java, &ere, groups, err);
+    if (rc) {
+        cf_buf_free(&ere);
+        if (err && strcmp(key, "regex") != 0 && strncmp(err->message, "regex: ", 7) == 0) {
+            char tmp[sizeof err->message];
+            snprintf(tmp, sizeof tmp, "%s: %s", key, err->message + 7);
+            memcpy(err->message, tmp, sizeof tmp);
+        }
+        if (err) cf_err_where(err, "%s", key);
+        return rc;
+    }
+    cf_buf_append_str(&ere, ")$");
+    int e = regcomp(re, ere.data, REG_EXTENDED);
+    cf_buf_free(&ere);
+    if (e) {
+        char msg[256];
+        regerror(e, re, msg, sizeof msg);
+        cf_err_set(err, CF_ERR_CONFIG, "%s: invalid regular expression \"%s\": %s", key, java, msg);
+        cf_err_where(err, "%s", key);
+        return CF_ERR_CONFIG;
+    }
+    return CF_OK;
+}
+
 static void rr_destroy(void *state) {
     rr *r = state;
     if (!r) return;
@@ -228,26 +256,13 @@ static void rr_destroy(void *state) {
 static cf_code rr_create(const cf_config *cfg, void **state, cf_err *err) {
     const char *regex = cf_config_string(cfg, "regex");
     const char *repl = cf_config_string(cfg, "replacement");
-    cf_buf ere = CF_BUF_INIT;
     size_t groups;
-    cf_buf_append_str(&ere, "^(");
-    cf_code rc = java_to_ere(regex, &ere, &groups, err);
+    rr *r = cf_xcalloc(1, sizeof *r);
+    cf_code rc = xf_java_regex_compile(regex, "regex", &r->re, &groups, err);
     if (rc) {
-        cf_buf_free(&ere);
+        free(r);
         return rc;
     }
-    cf_buf_append_str(&ere, ")$");
-    rr *r = cf_xcalloc(1, sizeof *r);
-    int e = regcomp(&r->re, ere.data, REG_EXTENDED);
-    if (e) {
-        char msg[256];
-        regerror(e, &r->re, msg, sizeof msg);
-        cf_err_set(err, CF_ERR_CONFIG, "regex: invalid regular expression \"%s\": %s", regex, msg);
-        cf_buf_free(&ere);
-        free(r);
-        return CF_ERR_CONFIG;
-    }
-    cf_buf_free(&ere);
     r->ngroups = groups;
     if ((rc = check_replacement(repl, groups, err))) {
         rr_destroy(r);

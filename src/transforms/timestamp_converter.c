@@ -141,7 +141,7 @@ static void free_toks(tok *t, size_t n) {
     free(t);
 }
 
-static cf_code compile_pattern(const char *p, tok **out, size_t *n_out, cf_err *err) {
+static cf_code compile_pattern(const char *p, const char *who, tok **out, size_t *n_out, cf_err *err) {
     tok *t = NULL;
     size_t n = 0;
     size_t i = 0, len = strlen(p);
@@ -160,8 +160,8 @@ static cf_code compile_pattern(const char *p, tok **out, size_t *n_out, cf_err *
                     if (i >= len) {
                         cf_buf_free(&lit);
                         free_toks(t, n);
-                        cf_err_set(err, CF_ERR_CONFIG, "TimestampConverter requires a SimpleDateFormat-compatible "
-                                                       "pattern for string timestamps: %s", p);
+                        cf_err_set(err, CF_ERR_CONFIG, "%s requires a SimpleDateFormat-compatible pattern%s: %s", who,
+                                   strcmp(who, "TimestampConverter") == 0 ? " for string timestamps" : "", p);
                         cf_err_detail(err, "Unterminated quote");
                         return CF_ERR_CONFIG;
                     }
@@ -185,8 +185,8 @@ static cf_code compile_pattern(const char *p, tok **out, size_t *n_out, cf_err *
         if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
             if (!strchr("GyYMLwWDdFEuaHkKhmsSzZX", c)) {
                 free_toks(t, n);
-                cf_err_set(err, CF_ERR_CONFIG,
-                           "TimestampConverter requires a SimpleDateFormat-compatible pattern for string timestamps: %s", p);
+                cf_err_set(err, CF_ERR_CONFIG, "%s requires a SimpleDateFormat-compatible pattern%s: %s", who,
+                           strcmp(who, "TimestampConverter") == 0 ? " for string timestamps" : "", p);
                 cf_err_detail(err, "Illegal pattern character '%c'", c);
                 return CF_ERR_CONFIG;
             }
@@ -222,7 +222,7 @@ static void pad(cf_buf *b, int64_t v, int width) {
     cf_buf_printf(b, "%0*" PRId64, width, v);
 }
 
-static void format_ms(const tsc *c, int64_t ms, cf_buf *b) {
+static void format_ms(const tok *toks, size_t n_toks, int64_t ms, cf_buf *b) {
     int64_t days = floordiv(ms, MS_PER_DAY), mod = floormod(ms, MS_PER_DAY);
     int64_t y;
     int mo, d;
@@ -230,8 +230,8 @@ static void format_ms(const tsc *c, int64_t ms, cf_buf *b) {
     int hour = (int)(mod / 3600000), min = (int)(mod / 60000 % 60), sec = (int)(mod / 1000 % 60), milli = (int)(mod % 1000);
     int wday = (int)floormod(days + 4, 7); /* 0 = Sunday */
     int64_t yoe = y > 0 ? y : 1 - y;      /* year of era */
-    for (size_t i = 0; i < c->n_toks; i++) {
-        const tok *t = &c->toks[i];
+    for (size_t i = 0; i < n_toks; i++) {
+        const tok *t = &toks[i];
         if (!t->letter) {
             cf_buf_append_str(b, t->text);
             continue;
@@ -267,6 +267,32 @@ static void format_ms(const tsc *c, int64_t ms, cf_buf *b) {
         case 'X': cf_buf_append_byte(b, 'Z'); break;
         }
     }
+}
+
+/* The formatter alone, for TimestampRouter (xf_util.h). */
+struct xf_datefmt {
+    tok *toks;
+    size_t n_toks;
+};
+
+cf_code xf_datefmt_new(const char *pattern, const char *who, xf_datefmt **out, cf_err *err) {
+    *out = NULL;
+    xf_datefmt *f = cf_xcalloc(1, sizeof *f);
+    cf_code rc = compile_pattern(pattern, who, &f->toks, &f->n_toks, err);
+    if (rc) {
+        free(f);
+        return rc;
+    }
+    *out = f;
+    return CF_OK;
+}
+
+void xf_datefmt_format(const xf_datefmt *f, int64_t ms, cf_buf *b) { format_ms(f->toks, f->n_toks, ms, b); }
+
+void xf_datefmt_destroy(xf_datefmt *f) {
+    if (!f) return;
+    free_toks(f->toks, f->n_toks);
+    free(f);
 }
 
 static bool numeric_letter(char l, int count) {
@@ -444,7 +470,7 @@ static cf_code tsc_create_common(const cf_config *cfg, bool is_key, void **state
     }
     if (!blank) {
         c->pattern = cf_xstrdup(fmt);
-        cf_code rc = compile_pattern(fmt, &c->toks, &c->n_toks, err);
+        cf_code rc = compile_pattern(fmt, "TimestampConverter", &c->toks, &c->n_toks, err);
         if (rc) {
             tsc_destroy(c);
             return rc;
@@ -529,7 +555,7 @@ static cf_code convert(const tsc *c, const cf_value *v, ts_type from, cf_value *
     switch (c->target) {
     case T_STRING: {
         cf_buf b = CF_BUF_INIT;
-        format_ms(c, ms, &b);
+        format_ms(c->toks, c->n_toks, ms, &b);
         if (!b.data) cf_buf_reserve(&b, 1);
         size_t n;
         char *s = cf_buf_detach(&b, &n);

@@ -28,6 +28,17 @@ void cf_kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const cha
     if (cf_log_enabled(l)) cf_log(l, "kafka", "%s: %s", fac, buf);
 }
 
+/* The mock cluster's owner handle connects to no broker by design, so
+ * librdkafka's configuration warning about its missing bootstrap.servers
+ * (CONFWARN) would only puzzle a user: it goes to debug. */
+static void owner_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    if (fac && strcmp(fac, "CONFWARN") == 0) {
+        if (cf_log_enabled(CF_LOG_DEBUG)) cf_log(CF_LOG_DEBUG, "kafka", "embedded cluster's owner: %s: %s", fac, buf);
+        return;
+    }
+    cf_kafka_log_cb(rk, level, fac, buf);
+}
+
 cf_code cf_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
                           const char *who, cf_err *err) {
     char errstr[512];
@@ -86,7 +97,7 @@ cf_embedded_kafka *cf_embedded_kafka_new(int brokers, cf_err *err) {
         return NULL;
     }
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    rd_kafka_conf_set_log_cb(conf, cf_kafka_log_cb);
+    rd_kafka_conf_set_log_cb(conf, owner_log_cb);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
     if (!rk) {
         rd_kafka_conf_destroy(conf);

@@ -17,8 +17,10 @@
 #include "cdcflow/recordfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -774,11 +776,26 @@ cf_code cf_recordfile_read(cf_recordfile_reader *r, cf_msg *m, cf_err *err) {
 
 /* ---------------- writer ---------------- */
 
+/* The next offset of one topic partition of the file, as a broker's log
+ * assigns them (see cf_recordfile_write). */
+typedef struct next_offset {
+    char *topic;
+    int32_t partition;
+    int64_t next;
+} next_offset;
+
+/* Lines are collected in `buf` and handed to the file in whole lines (the
+ * stream is unbuffered): a process killed between two writes leaves only
+ * complete lines, never half a record, whatever the lines' lengths. */
+#define WRITER_CHUNK (64u << 10)
+
 struct cf_recordfile_writer {
     FILE *fp;
     char *name;
     bool owns;
     cf_buf buf;
+    next_offset *next;
+    size_t n_next;
 };
 
 cf_recordfile_writer *cf_recordfile_writer_new(FILE *fp, const char *name, bool owns) {
@@ -786,7 +803,50 @@ cf_recordfile_writer *cf_recordfile_writer_new(FILE *fp, const char *name, bool 
     w->fp = fp;
     w->name = cf_xstrdup(name ? name : "(stream)");
     w->owns = owns;
+    if (owns) setvbuf(fp, NULL, _IONBF, 0); /* a stream we opened: no I/O on it yet */
     return w;
+}
+
+/* Hand the collected lines to the file. */
+static cf_code write_out(cf_recordfile_writer *w, cf_err *err) {
+    if (!w->buf.len) return CF_OK;
+    if (fwrite(w->buf.data, 1, w->buf.len, w->fp) != w->buf.len) {
+        cf_err_set(err, CF_ERR_IO, "cannot write record file \"%s\"", w->name);
+        cf_err_detail(err, "%s", strerror(errno));
+        cf_err_where(err, "%s", w->name);
+        return CF_ERR_IO;
+    }
+    cf_buf_reset(&w->buf);
+    if (w->buf.cap > 4 * WRITER_CHUNK) cf_buf_free(&w->buf);
+    if (!w->owns) fflush(w->fp); /* stdout keeps its own buffer: push the lines through it */
+    return CF_OK;
+}
+
+static next_offset *next_of(cf_recordfile_writer *w, const char *topic, int32_t partition) {
+    for (size_t i = 0; i < w->n_next; i++)
+        if (w->next[i].partition == partition && strcmp(w->next[i].topic, topic) == 0) return &w->next[i];
+    w->next = cf_xrealloc(w->next, (w->n_next + 1) * sizeof *w->next);
+    next_offset *n = &w->next[w->n_next++];
+    n->topic = cf_xstrdup(topic);
+    n->partition = partition;
+    n->next = 0;
+    return n;
+}
+
+/* Appending: offsets go on after the highest each partition has in the file. */
+static void learn_offsets(cf_recordfile_writer *w, const char *path) {
+    cf_recordfile_reader *r = NULL;
+    if (cf_recordfile_reader_open(path, &r, NULL) != CF_OK) return;
+    cf_msg *m = cf_msg_new();
+    for (;;) {
+        cf_code rc = cf_recordfile_read(r, m, NULL);
+        if (rc == CF_ERR_EOF || rc == CF_ERR_IO) break;
+        if (rc || m->offset < 0) continue; /* a bad line is the reader's business, not ours */
+        next_offset *n = next_of(w, m->topic ? m->topic : "", m->partition < 0 ? 0 : m->partition);
+        if (m->offset + 1 > n->next) n->next = m->offset + 1;
+    }
+    cf_msg_destroy(m);
+    cf_recordfile_reader_close(r);
 }
 
 cf_code cf_recordfile_writer_open(const char *path, bool append, cf_recordfile_writer **out, cf_err *err) {
@@ -803,23 +863,182 @@ cf_code cf_recordfile_writer_open(const char *path, bool append, cf_recordfile_w
         return CF_ERR_IO;
     }
     *out = cf_recordfile_writer_new(fp, path, true);
+    if (append) learn_offsets(*out, path);
+    return CF_OK;
+}
+
+/* ---- going on with a file of earlier runs ---- */
+
+static bool pread_all(int fd, void *dst, size_t n, int64_t off) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)dst + got, n - got, (off_t)(off + (int64_t)got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+/* The offset just after the last '\n' in [0, end), 0 if there is none, -1
+ * on a read error. Reads backwards, 64 KiB at a time. */
+static int64_t after_last_newline(int fd, int64_t end) {
+    char buf[65536];
+    while (end > 0) {
+        size_t n = end < (int64_t)sizeof buf ? (size_t)end : sizeof buf;
+        int64_t off = end - (int64_t)n;
+        if (!pread_all(fd, buf, n, off)) return -1;
+        const char *nl = memrchr(buf, '\n', n);
+        if (nl) return off + (nl - buf) + 1;
+        end = off;
+    }
+    return 0;
+}
+
+static cf_code resume_refuse(const char *path, uint64_t off, cf_err *err) {
+    cf_err_where(err, "%s (byte offset %llu)", path, (unsigned long long)off);
+    cf_err_hint(err, "Records are appended to the record file of earlier runs (their stored offsets count on its "
+                     "lines). Name a new file, or move this one away if it is not a record file.");
+    return CF_ERR_CORRUPT;
+}
+
+static cf_code resume_io(const char *path, const char *what, cf_err *err) {
+    cf_err_set(err, CF_ERR_IO, "cannot %s record file \"%s\"", what, path);
+    cf_err_detail(err, "%s", strerror(errno));
+    cf_err_where(err, "%s", path);
+    return CF_ERR_IO;
+}
+
+/* Check the end of the regular file open as fd and cut a torn last line. */
+static cf_code resume_repair(int fd, const char *path, int64_t size, cf_recordfile_resume *info, cf_err *err) {
+    int64_t keep = after_last_newline(fd, size);
+    if (keep < 0) return resume_io(path, "read", err);
+    if (keep < size) { /* a tail without '\n': a record, or blanks/NULs a crash left */
+        char head[64];
+        size_t n = (size_t)(size - keep) < sizeof head ? (size_t)(size - keep) : sizeof head;
+        if (!pread_all(fd, head, n, keep)) return resume_io(path, "read", err);
+        size_t i = 0;
+        while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == 0)) i++;
+        if (i < n && head[i] != '{') {
+            cf_err_set(err, CF_ERR_CORRUPT, "record file \"%s\" does not end with a record: refusing to append to it",
+                       path);
+            cf_err_detail(err, "its last %lld bytes are not a line of a record file (\"%.*s\")",
+                          (long long)(size - keep), (int)(n > 40 ? 40 : n), head);
+            return resume_refuse(path, (uint64_t)keep, err);
+        }
+    }
+    if (keep > 0) { /* the last complete line must be a record (blank lines are allowed) */
+        int64_t start = after_last_newline(fd, keep - 1);
+        if (start < 0) return resume_io(path, "read", err);
+        size_t len = (size_t)(keep - 1 - start);
+        if (len > CF_RECORDFILE_MAX_LINE_DEFAULT) {
+            cf_err_set(err, CF_ERR_CORRUPT, "record file \"%s\" does not end with a record: refusing to append to it",
+                       path);
+            cf_err_detail(err, "its last line is longer than %zu bytes", CF_RECORDFILE_MAX_LINE_DEFAULT);
+            return resume_refuse(path, (uint64_t)start, err);
+        }
+        char *line = cf_xmalloc(len + 1);
+        if (!pread_all(fd, line, len, start)) {
+            free(line);
+            return resume_io(path, "read", err);
+        }
+        line[len] = 0;
+        bool blank = true;
+        for (size_t i = 0; i < len && blank; i++) blank = line[i] == ' ' || line[i] == '\t' || line[i] == '\r';
+        cf_code rc = CF_OK;
+        if (!blank) {
+            cf_msg *m = cf_msg_new();
+            cf_err pe;
+            if (cf_recordfile_parse(line, len, m, &pe)) {
+                cf_err_set(err, CF_ERR_CORRUPT,
+                           "record file \"%s\" does not end with a record: refusing to append to it", path);
+                cf_err_detail(err, "its last line: %s (%s)", pe.message, pe.where);
+                rc = resume_refuse(path, (uint64_t)start, err);
+            }
+            cf_msg_destroy(m);
+        }
+        free(line);
+        if (rc) return rc;
+    }
+    if (keep < size && (size - keep) <= (1 << 20)) {
+        /* a whole record whose '\n' is missing (kcat's last line may have
+         * none; a crash may cut exactly before it) is kept and ended: a
+         * record is never cut away, at worst it is there twice */
+        size_t len = (size_t)(size - keep);
+        char *tail = cf_xmalloc(len + 1);
+        bool whole = false;
+        if (pread_all(fd, tail, len, keep)) {
+            cf_msg *m = cf_msg_new();
+            whole = cf_recordfile_parse(tail, len, m, NULL) == CF_OK;
+            cf_msg_destroy(m);
+        }
+        free(tail);
+        if (whole) {
+            if (pwrite(fd, "\n", 1, (off_t)size) != 1 || fsync(fd) != 0) return resume_io(path, "end the last line of", err);
+            keep = size = size + 1;
+        }
+    }
+    if (keep < size) {
+        if (ftruncate(fd, (off_t)keep) != 0 || fsync(fd) != 0) return resume_io(path, "cut the torn last line of", err);
+        info->cut_bytes = (uint64_t)(size - keep);
+        info->cut_offset = (uint64_t)keep;
+    }
+    info->size = (uint64_t)keep;
+    return CF_OK;
+}
+
+cf_code cf_recordfile_writer_open_resume(const char *path, cf_recordfile_writer **out, cf_recordfile_resume *info,
+                                         cf_err *err) {
+    cf_recordfile_resume dummy;
+    if (!info) info = &dummy;
+    memset(info, 0, sizeof *info);
+    *out = NULL;
+    if (strcmp(path, "-") == 0) return cf_recordfile_writer_open(path, true, out, err);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        cf_err_set(err, CF_ERR_IO, "cannot open record file \"%s\" for writing", path);
+        cf_err_detail(err, "%s", strerror(errno));
+        cf_err_where(err, "%s", path);
+        return CF_ERR_IO;
+    }
+    struct stat st;
+    cf_code rc = CF_OK;
+    if (fstat(fd, &st) != 0) rc = resume_io(path, "inspect", err);
+    else if (S_ISREG(st.st_mode)) rc = resume_repair(fd, path, (int64_t)st.st_size, info, err);
+    FILE *fp = NULL;
+    if (!rc && !(fp = fdopen(fd, "ab"))) rc = resume_io(path, "open", err);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    *out = cf_recordfile_writer_new(fp, path, true);
+    if (info->size) learn_offsets(*out, path); /* offsets go on after the file's */
     return CF_OK;
 }
 
 cf_code cf_recordfile_write(cf_recordfile_writer *w, const cf_msg *m, cf_err *err) {
-    cf_buf_reset(&w->buf);
-    cf_recordfile_format(m, &w->buf);
-    if (fwrite(w->buf.data, 1, w->buf.len, w->fp) != w->buf.len) {
-        cf_err_set(err, CF_ERR_IO, "cannot write record file \"%s\"", w->name);
-        cf_err_detail(err, "%s", strerror(errno));
-        cf_err_where(err, "%s", w->name);
-        return CF_ERR_IO;
+    cf_msg placed;
+    if (m->offset < 0) {
+        /* a record that was never in Kafka (a source's): the file is its
+         * log, so it gets the next offset of its partition there (partition
+         * 0 when none was chosen), as a broker would give it; readers (a
+         * sink's --input) need the offsets to order changes */
+        placed = *m;
+        placed.partition = m->partition < 0 ? 0 : m->partition;
+        next_offset *n = next_of(w, m->topic ? m->topic : "", placed.partition);
+        placed.offset = n->next++;
+        m = &placed;
+    } else {
+        next_offset *n = next_of(w, m->topic ? m->topic : "", m->partition < 0 ? 0 : m->partition);
+        if (m->offset + 1 > n->next) n->next = m->offset + 1;
     }
-    if (w->buf.cap > (1u << 20)) cf_buf_free(&w->buf);
-    return CF_OK;
+    cf_recordfile_format(m, &w->buf);
+    return w->buf.len >= WRITER_CHUNK ? write_out(w, err) : CF_OK;
 }
 
 cf_code cf_recordfile_writer_flush(cf_recordfile_writer *w, cf_err *err) {
+    cf_code rc = write_out(w, err);
+    if (rc) return rc;
     if (fflush(w->fp) != 0) {
         cf_err_set(err, CF_ERR_IO, "cannot write record file \"%s\"", w->name);
         cf_err_detail(err, "%s", strerror(errno));
@@ -846,6 +1065,8 @@ cf_code cf_recordfile_writer_close(cf_recordfile_writer *w, cf_err *err) {
         rc = CF_ERR_IO;
     }
     cf_buf_free(&w->buf);
+    for (size_t i = 0; i < w->n_next; i++) free(w->next[i].topic);
+    free(w->next);
     free(w->name);
     free(w);
     return rc;

@@ -3,15 +3,18 @@
  * / `--output`), so a configuration can be tried without Kafka.
  *
  * Output: every source task writes to one shared writer (a mutex keeps lines
- * whole). A record counts as acknowledged once its line is durable
+ * whole), appending to what earlier runs wrote (a torn last line, which a
+ * kill leaves, is cut first: cf_recordfile_writer_open_resume). A record counts as acknowledged once its line is durable
  * (cf_recordfile_writer_flush: fflush + fsync), so source offsets follow the
  * same rule as with Kafka. Flushes are batched: on serve() at most every
  * 200 ms, and on flush().
  *
  * Input: one reader; messages keep the topic/partition/offset of the file
- * (as kcat printed them), commits are no-ops (the file is read from its
- * start every run). A bad line is returned as CF_ERR_CORRUPT after the good
- * messages before it, and the worker applies errors.tolerance to it.
+ * (as kcat printed them; the writer numbers the records that had none),
+ * commits are no-ops (the file is read from its start every run, and what an
+ * exactly-once sink already holds is skipped: cf_worker_file_in_resume). A
+ * bad line is returned as CF_ERR_CORRUPT after the good messages before it,
+ * and the worker applies errors.tolerance to it.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -91,8 +94,14 @@ static void fout_destroy(void *st) {
 
 cf_code cf_worker_file_out_new(const char *path, cf_msg_out *out, cf_err *err) {
     cf_recordfile_writer *w = NULL;
-    cf_code rc = cf_recordfile_writer_open(path, false, &w, err);
+    cf_recordfile_resume ri;
+    /* appended to, never truncated: earlier runs' stored offsets count on their lines */
+    cf_code rc = cf_recordfile_writer_open_resume(path, &w, &ri, err);
     if (rc) return rc;
+    if (ri.cut_bytes)
+        CF_WARN("worker", "record file \"%s\": cut a torn last line (%llu bytes at byte offset %llu) an earlier run "
+                "left unfinished; its records were not acknowledged and are written again",
+                path, (unsigned long long)ri.cut_bytes, (unsigned long long)ri.cut_offset);
     fout *f = cf_xcalloc(1, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
     f->w = w;
@@ -103,33 +112,67 @@ cf_code cf_worker_file_out_new(const char *path, cf_msg_out *out, cf_err *err) {
 
 /* ---------------- input ---------------- */
 
+typedef struct fin {
+    cf_recordfile_reader *r;
+    cf_tp_pos *skip; /* resume: per topic partition, offsets below next_offset are skipped */
+    size_t n_skip;
+} fin;
+
+static bool fin_skipped(const fin *f, const cf_msg *m) {
+    for (size_t i = 0; i < f->n_skip; i++)
+        if (f->skip[i].partition == m->partition && strcmp(f->skip[i].topic, m->topic ? m->topic : "") == 0)
+            return m->offset < f->skip[i].next_offset;
+    return false;
+}
+
 static cf_code fin_poll(void *st, cf_msg **out, size_t max, size_t *n, int timeout_ms, cf_err *err) {
     (void)timeout_ms;
-    cf_recordfile_reader *r = st;
+    fin *f = st;
     *n = 0;
     while (*n < max) {
         cf_msg *m = cf_msg_new();
-        cf_code rc = cf_recordfile_read(r, m, err);
+        cf_code rc = cf_recordfile_read(f->r, m, err);
         if (rc) {
             cf_msg_destroy(m);
             return rc; /* CF_ERR_EOF, CF_ERR_CORRUPT (a bad line; go on after it), CF_ERR_IO */
+        }
+        if (fin_skipped(f, m)) {
+            cf_msg_destroy(m);
+            continue;
         }
         out[(*n)++] = m;
     }
     return CF_OK;
 }
 
-static cf_code fin_commit(void *st, const cf_tp_pos *pos, size_t n, cf_err *err) {
+void cf_worker_file_in_resume(cf_msg_in *in, const cf_tp_pos *pos, size_t n) {
+    fin *f = in->state;
+    f->skip = cf_xrealloc(f->skip, (f->n_skip + n + 1) * sizeof *f->skip);
+    for (size_t i = 0; i < n; i++)
+        f->skip[f->n_skip++] = (cf_tp_pos){cf_xstrdup(pos[i].topic ? pos[i].topic : ""), pos[i].partition,
+                                           pos[i].next_offset};
+}
+
+static cf_code fin_commit(void *st, const cf_tp_pos *pos, size_t n, int timeout_ms, cf_err *err) {
+    (void)timeout_ms;
     (void)st, (void)pos, (void)n, (void)err;
     return CF_OK;
 }
 
-static void fin_destroy(void *st) { cf_recordfile_reader_close(st); }
+static void fin_destroy(void *st) {
+    fin *f = st;
+    cf_recordfile_reader_close(f->r);
+    for (size_t i = 0; i < f->n_skip; i++) free(f->skip[i].topic);
+    free(f->skip);
+    free(f);
+}
 
 cf_code cf_worker_file_in_new(const char *path, cf_msg_in *in, cf_err *err) {
     cf_recordfile_reader *r = NULL;
     cf_code rc = cf_recordfile_reader_open(path, &r, err);
     if (rc) return rc;
-    *in = (cf_msg_in){r, fin_poll, fin_commit, fin_destroy, NULL, NULL, NULL, NULL};
+    fin *f = cf_xcalloc(1, sizeof *f);
+    f->r = r;
+    *in = (cf_msg_in){f, fin_poll, fin_commit, fin_destroy, NULL, NULL, NULL, NULL, NULL, NULL};
     return CF_OK;
 }

@@ -28,6 +28,15 @@
  * earliest (as Connect's sink tasks). Eager rebalancing: before partitions
  * are revoked the worker's callback flushes the sink and commits.
  *
+ * BOUNDED WAITS: librdkafka's synchronous commit and consumer close wait for
+ * the group coordinator without a limit (seen: a stop hanging in
+ * rd_kafka_commit for 45 s after the broker died). Commits are made
+ * asynchronously onto a queue of our own and their answer waited for up to
+ * offset.flush.timeout.ms, cut to the task's stop deadline; the close is
+ * asynchronous too (rd_kafka_consumer_close_queue) and, when it has not
+ * ended by the deadline, the handle is destroyed without it. A commit whose
+ * answer came too late is not lost work: what it covered is read again.
+ *
  * OFFSETS TOPIC: compacted, created if missing (offset.storage.partitions /
  * replication.factor), read from the beginning to the high watermarks at
  * start; writes use the murmur2 partitioner, as Java clients do, so a key
@@ -39,10 +48,12 @@
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "cdcflow/log.h"
 #include "cdcflow/transport.h"
@@ -149,9 +160,17 @@ static cf_code conf_set(rd_kafka_conf_t *c, const char *k, const char *v, cf_err
     return CF_OK;
 }
 
-/* bootstrap + security from the worker + the "<kind>." pass-through */
+/* bootstrap + security from the worker + the "<kind>." pass-through, then
+ * the connector's "<kind>override." keys (Connect's per-connector client
+ * overrides: producer.override.*, consumer.override.*), which win. */
+static rd_kafka_conf_t *base_conf_for(struct cf_worker *w, const char *kind, const char *client_id, errlog *l,
+                                      const cf_props *conn, cf_err *err);
 static rd_kafka_conf_t *base_conf(struct cf_worker *w, const char *kind, const char *client_id, errlog *l,
                                   cf_err *err) {
+    return base_conf_for(w, kind, client_id, l, NULL, err);
+}
+static rd_kafka_conf_t *base_conf_for(struct cf_worker *w, const char *kind, const char *client_id, errlog *l,
+                                      const cf_props *conn, cf_err *err) {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     const cf_props *wp = cf_config_props(cf_worker_config(w));
     cf_code rc = conf_set(c, "bootstrap.servers", cf_worker_kafka_bootstrap(w), err);
@@ -165,6 +184,20 @@ static rd_kafka_conf_t *base_conf(struct cf_worker *w, const char *kind, const c
     for (size_t i = 0; !rc && i < cf_props_count(wp); i++) {
         const char *k = cf_props_key_at(wp, i);
         if (strncmp(k, kind, kl) == 0) rc = conf_set(c, k + kl, cf_props_value_at(wp, i), err);
+    }
+    char ov[32];
+    snprintf(ov, sizeof ov, "%soverride.", kind);
+    size_t ol = strlen(ov);
+    for (size_t i = 0; !rc && conn && i < cf_props_count(conn); i++) {
+        const char *k = cf_props_key_at(conn, i);
+        if (strncmp(k, ov, ol) == 0) {
+            rc = conf_set(c, k + ol, cf_props_value_at(conn, i), err);
+            if (rc) {
+                cf_err_where(err, "%s", k);
+                cf_err_hint(err, "%s* takes librdkafka's property names (CONFIGURATION.md of librdkafka); Java-only "
+                                 "client settings have no equivalent", ov);
+            }
+        }
     }
     if (rc) {
         rd_kafka_conf_destroy(c);
@@ -448,10 +481,11 @@ static void prod_on_error(rd_kafka_t *rk, int code, const char *reason, void *op
     on_error(rk, code, reason, &((prod *)opaque)->log);
 }
 
-cf_code cf_worker_kafka_out_new(struct cf_worker *w, const char *client_id, cf_msg_out *out, cf_err *err) {
+cf_code cf_worker_kafka_out_new(struct cf_worker *w, const char *client_id, const cf_props *conn, cf_msg_out *out,
+                                cf_err *err) {
     prod *p = cf_xcalloc(1, sizeof *p);
     snprintf(p->log.name, sizeof p->log.name, "producer %s", client_id);
-    rd_kafka_conf_t *c = base_conf(w, "producer.", client_id, &p->log, err);
+    rd_kafka_conf_t *c = base_conf_for(w, "producer.", client_id, &p->log, conn, err);
     if (!c) {
         free(p);
         return CF_ERR_CONFIG;
@@ -483,10 +517,15 @@ typedef struct cons {
     rd_kafka_t *rk;
     errlog log;
     cf_msg_in *self; /* for the revoke callback */
+    const _Atomic int64_t *deadline; /* the task's stop deadline (cf_msg_in.deadline) */
+    rd_kafka_queue_t *commit_q;      /* answers of our commits */
+    uint64_t commit_seq;             /* the commit whose answer is awaited */
     unsigned revokes; /* partitions taken away so far (see cons_poll) */
     /* the partitions revoked during the current cons_poll call */
     cf_tp_pos *revoked;
     size_t nrevoked, caprevoked;
+    bool kicked;     /* a refill was asked for and no message came since (see refill) */
+    unsigned kicks;  /* refills asked for (the bench and the tests read it in the log) */
 } cons;
 
 static void revoked_clear(cons *c) {
@@ -516,6 +555,14 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_p
     rd_kafka_resp_err_t aerr = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         CF_INFO(COMP, "%s: %d partitions assigned%s", c->log.name, parts->cnt, coop ? " (incremental)" : "");
+        if (c->self && c->self->on_assign && parts->cnt) { /* start where the sink's own positions say */
+            cf_tp_pos *a = cf_xcalloc((size_t)parts->cnt, sizeof *a);
+            for (int i = 0; i < parts->cnt; i++) a[i] = (cf_tp_pos){parts->elems[i].topic, parts->elems[i].partition, -1};
+            c->self->on_assign(c->self->revoke_arg, a, (size_t)parts->cnt);
+            for (int i = 0; i < parts->cnt; i++)
+                if (a[i].next_offset >= 0) parts->elems[i].offset = a[i].next_offset;
+            free(a);
+        }
         if (coop) ierr = rd_kafka_incremental_assign(rk, parts);
         else aerr = rd_kafka_assign(rk, parts);
     } else {
@@ -542,14 +589,57 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_p
     }
 }
 
+static int64_t cons_lag(void *st);
+
+/* THE REFILL STALL. librdkafka 2.0.2 (Debian 12's) stops fetching a
+ * partition whose queue is over queued.max.messages.kbytes or
+ * queued.min.messages and looks at it again only when its broker thread
+ * wakes up: at the latest after a second (1.x/2.0 have no
+ * fetch.queue.backoff.ms; 2.1 added it, default 1 s too). A sink that drains
+ * the 32 MB queue in a quarter of a second then sat idle for the rest of
+ * it: 40,000-60,000 events/s behind a broker that could give five times
+ * that (issue 18). So when the queue is empty while the partitions have
+ * records left (the high watermarks of the last fetches), the positions are
+ * sought again where they are: a seek wakes the fetcher at once, and with
+ * an empty queue nothing fetched is thrown away (a fetch in flight is asked
+ * again). Once per message received, so a slow fetch (a remote broker) is
+ * never cut off twice in a row. */
+static void refill(cons *c) {
+    if (c->kicked || cons_lag(c) <= 0) return;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(c->rk, &l) || !l) return;
+    if (l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* only what has a position: the others have not started fetching */
+        rd_kafka_topic_partition_list_t *go = rd_kafka_topic_partition_list_new(l->cnt);
+        for (int i = 0; i < l->cnt; i++)
+            if (l->elems[i].offset >= 0)
+                rd_kafka_topic_partition_list_add(go, l->elems[i].topic, l->elems[i].partition)->offset =
+                    l->elems[i].offset;
+        if (go->cnt) {
+            rd_kafka_error_t *e = rd_kafka_seek_partitions(c->rk, go, 0); /* 0: asynchronous */
+            if (e) rd_kafka_error_destroy(e);
+            c->kicked = true;
+            c->kicks++;
+        }
+        rd_kafka_topic_partition_list_destroy(go);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
 static cf_code cons_poll(void *st, cf_msg **out, size_t max, size_t *n, int timeout_ms, cf_err *err) {
     cons *c = st;
     *n = 0;
     (void)err;
     unsigned revokes = c->revokes;
     revoked_clear(c);
+    bool first = true;
     while (*n < max) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, *n ? 0 : timeout_ms);
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 0);
+        if (!m && first && timeout_ms > 0) {
+            refill(c);
+            m = rd_kafka_consumer_poll(c->rk, timeout_ms);
+        }
+        first = false;
         if (c->revokes != revokes) {
             /* Partitions were revoked inside that poll (the rebalance
              * callback runs there), after the messages collected so far in
@@ -575,6 +665,7 @@ static cf_code cons_poll(void *st, cf_msg **out, size_t max, size_t *n, int time
             continue;
         }
         recovered(&c->log);
+        c->kicked = false;
         cf_msg *x = cf_msg_new();
         cf_msg_set_topic(x, rd_kafka_topic_name(m->rkt));
         x->partition = m->partition;
@@ -598,12 +689,57 @@ static cf_code cons_poll(void *st, cf_msg **out, size_t max, size_t *n, int time
     return CF_OK;
 }
 
-static cf_code cons_commit(void *st, const cf_tp_pos *pos, size_t n, cf_err *err) {
+/* When a wait that began at start_us and may last until until_us must end:
+ * earlier if the task's stop deadline comes first, but not before
+ * start_us + CF_STOP_MIN_WAIT_MS (100 ms: a healthy broker answers well
+ * within it, so a stop past its deadline still commits). */
+static int64_t wait_end(const cons *c, int64_t start_us, int64_t until_us) {
+    int64_t d = c->deadline ? atomic_load(c->deadline) : 0;
+    if (!d) return until_us;
+    if (d < start_us + 100000) d = start_us + 100000;
+    return d < until_us ? d : until_us;
+}
+
+/* A commit's answer, or 0 when the event was the answer of an older commit. */
+static int commit_answer(cons *c, rd_kafka_event_t *ev, rd_kafka_resp_err_t *e) {
+    if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_OFFSET_COMMIT) return 0;
+    if ((uint64_t)(uintptr_t)rd_kafka_event_opaque(ev) != c->commit_seq) {
+        /* an earlier commit answered after its wait gave up: logged only */
+        rd_kafka_resp_err_t old = rd_kafka_event_error(ev);
+        CF_DEBUG(COMP, "%s: late answer of an earlier commit: %s", c->log.name, old ? rd_kafka_err2str(old) : "ok");
+        return 0;
+    }
+    *e = rd_kafka_event_error(ev);
+    const rd_kafka_topic_partition_list_t *l = rd_kafka_event_topic_partition_list(ev);
+    for (int i = 0; !*e && l && i < l->cnt; i++)
+        if (l->elems[i].err) *e = l->elems[i].err;
+    return 1;
+}
+
+static cf_code cons_commit(void *st, const cf_tp_pos *pos, size_t n, int timeout_ms, cf_err *err) {
     cons *c = st;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
     for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(l, pos[i].topic, pos[i].partition)->offset = pos[i].next_offset;
-    rd_kafka_resp_err_t e = rd_kafka_commit(c->rk, l, 0);
+    uint64_t seq = ++c->commit_seq;
+    rd_kafka_resp_err_t e = rd_kafka_commit_queue(c->rk, l, c->commit_q, NULL, (void *)(uintptr_t)seq);
     rd_kafka_topic_partition_list_destroy(l);
+    bool answered = e != RD_KAFKA_RESP_ERR_NO_ERROR;
+    int64_t start = cf_now_us(), until = start + (int64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000;
+    while (!answered) {
+        int64_t left = wait_end(c, start, until) - cf_now_us();
+        if (left <= 0) break;
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(c->commit_q, left > 50000 ? 50 : (int)(left / 1000) + 1);
+        if (!ev) continue;
+        answered = commit_answer(c, ev, &e);
+        rd_kafka_event_destroy(ev);
+    }
+    if (!answered) {
+        cf_err_set(err, CF_ERR_AGAIN, "consumer offsets not committed (%s): no answer within %lld ms", c->log.name,
+                   (long long)((cf_now_us() - start) / 1000));
+        cf_err_detail(err, "the group coordinator is unreachable or slow");
+        cf_err_hint(err, "What they cover is read again after a restart; check that the broker is reachable.");
+        return CF_ERR_AGAIN;
+    }
     if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
         cf_err_set(err, CF_ERR_TRANSPORT, "cannot commit consumer offsets (%s)", c->log.name);
         cf_err_detail(err, "%s", rd_kafka_err2str(e));
@@ -639,20 +775,98 @@ static int64_t cons_lag(void *st) {
     return lag;
 }
 
-static void cons_destroy(void *st) {
-    cons *c = st;
-    rd_kafka_consumer_close(c->rk); /* leaves the group (a revoke runs first) */
+/* Leaving the group runs in a thread of its own: librdkafka's close and
+ * destroy wait for the group coordinator (for session.timeout.ms, 45 s, when
+ * it is gone and a commit or an offset query is pending: measured with
+ * librdkafka 2.0.2), and nothing cancels that wait. The task waits for it
+ * until its stop deadline (5 s when it is not stopping), then leaves it to
+ * finish in the background: the handle is freed when librdkafka is done, or
+ * with the process. Nothing is lost either way: the group only takes longer
+ * to give the partitions to another member. */
+typedef struct reaper {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done, abandoned;
+    cons *c;
+} reaper;
+
+static void cons_free(cons *c) {
+    rd_kafka_queue_destroy(c->commit_q);
     rd_kafka_destroy(c->rk);
     revoked_clear(c);
     free(c->revoked);
     free(c);
 }
 
+static void reaper_free(reaper *r) {
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+static void *reap(void *arg) {
+    reaper *r = arg;
+    cons *c = r->c;
+    rd_kafka_consumer_close(c->rk); /* leaves the group (a revoke runs first) */
+    pthread_mutex_lock(&r->mu);
+    bool abandoned = r->abandoned;
+    r->done = true;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (abandoned) {
+        CF_INFO(COMP, "%s: left the group in the background", c->log.name);
+        cons_free(c);
+        reaper_free(r);
+    }
+    return NULL;
+}
+
+static void cons_destroy(void *st) {
+    cons *c = st;
+    if (c->kicks) CF_DEBUG(COMP, "%s: %u fetch refills asked for", c->log.name, c->kicks);
+    c->self = NULL; /* the revoke of the close must not call back into the task */
+    reaper *r = cf_xcalloc(1, sizeof *r);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->c = c;
+    pthread_t th;
+    if (pthread_create(&th, NULL, reap, r) != 0) {
+        reap(r); /* no thread: close here */
+        cons_free(c);
+        reaper_free(r);
+        return;
+    }
+    pthread_detach(th);
+    int64_t start = cf_now_us(), end = wait_end(c, start, start + 5000000);
+    pthread_mutex_lock(&r->mu);
+    while (!r->done) {
+        int64_t left = end - cf_now_us();
+        if (left <= 0) break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        left = left > 50000 ? 50000 : left;
+        ts.tv_nsec += (long)left * 1000;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
+    bool done = r->done;
+    if (!done) r->abandoned = true;
+    pthread_mutex_unlock(&r->mu);
+    if (done) {
+        cons_free(c);
+        reaper_free(r);
+    } else {
+        CF_WARN(COMP, "%s: did not leave the group within %lld ms (coordinator unreachable); it leaves in the "
+                      "background",
+                c->log.name, (long long)((cf_now_us() - start) / 1000));
+    }
+}
+
 cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const char *const *topics, size_t n_topics,
-                               const char *topics_regex, cf_msg_in *in, cf_err *err) {
+                               const char *topics_regex, const cf_props *conn, cf_msg_in *in, cf_err *err) {
     cons *c = cf_xcalloc(1, sizeof *c);
     snprintf(c->log.name, sizeof c->log.name, "consumer %s", group);
-    rd_kafka_conf_t *conf = base_conf(w, "consumer.", NULL, &c->log, err);
+    rd_kafka_conf_t *conf = base_conf_for(w, "consumer.", NULL, &c->log, conn, err);
     if (!conf) {
         free(c);
         return CF_ERR_CONFIG;
@@ -664,7 +878,18 @@ cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const cha
         return CF_ERR_CONFIG;
     }
     const cf_props *wp = cf_config_props(cf_worker_config(w));
-    if (!cf_props_has(wp, "consumer.auto.offset.reset")) conf_set(conf, "auto.offset.reset", "earliest", NULL);
+    /* our defaults yield to the worker's consumer.* and the connector's
+     * consumer.override.* */
+    if (!cf_props_has(wp, "consumer.auto.offset.reset") && !(conn && cf_props_has(conn, "consumer.override.auto.offset.reset")))
+        conf_set(conf, "auto.offset.reset", "earliest", NULL);
+    /* The memory a sink task's consumer prefetches: bounded by our default,
+     * not librdkafka's 64 MB (the resident size stays under 128 MB);
+     * consumer.queued.max.messages.kbytes changes it. With the refill of
+     * cons_poll (see refill) the size no longer costs throughput: in
+     * bench_sink_kafka 8, 16 and 64 MB ran at the same rate, so 8 MB it is. */
+    if (!cf_props_has(wp, "consumer.queued.max.messages.kbytes") &&
+        !(conn && cf_props_has(conn, "consumer.override.queued.max.messages.kbytes")))
+        conf_set(conf, "queued.max.messages.kbytes", CF_SINK_CONSUMER_QUEUE_KB, NULL);
     rd_kafka_conf_set_error_cb(conf, cons_on_error);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_opaque(conf, c);
@@ -697,14 +922,18 @@ cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const cha
         cf_err_detail(err, "%s", rd_kafka_err2str(e));
         return CF_ERR_TRANSPORT;
     }
-    *in = (cf_msg_in){c, cons_poll, cons_commit, cons_destroy, cons_pause, cons_lag, NULL, NULL};
+    c->commit_q = rd_kafka_queue_new(c->rk);
+    *in = (cf_msg_in){c, cons_poll, cons_commit, cons_destroy, cons_pause, cons_lag, NULL, NULL, NULL, NULL};
     return CF_OK;
 }
 
 /* The rebalance callback needs the cf_msg_in where the worker set
- * on_revoke (its own copy of *in): the worker binds it after setting it. */
+ * on_revoke (its own copy of *in), and the commits its deadline: the worker
+ * binds it after setting them. */
 void cf_worker_kafka_in_bind(cf_msg_in *in) {
-    if (in->poll == cons_poll) ((cons *)in->state)->self = in;
+    if (in->poll != cons_poll) return;
+    ((cons *)in->state)->self = in;
+    ((cons *)in->state)->deadline = in->deadline;
 }
 
 /* ---------------- offsets topic ---------------- */
@@ -714,6 +943,7 @@ typedef struct otopic {
     char *topic;
     int timeout_ms; /* offset.flush.timeout.ms */
     atomic_int failed;
+    bool unsynced; /* the last sync did not end: writes may be queued for an unreachable broker */
 } otopic;
 
 static void ot_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
@@ -733,11 +963,19 @@ static void ot_on_error(rd_kafka_t *rk, int code, const char *reason, void *opaq
 
 static cf_code ot_write(void *st, const char *key, const char *value, cf_err *err) {
     otopic *o = st;
-    for (int backoff = 100;; backoff = backoff < 5000 ? backoff * 2 : backoff) {
+    int64_t until = cf_now_us() + (int64_t)o->timeout_ms * 1000;
+    for (int backoff = 100;; backoff = backoff < 1000 ? backoff * 2 : backoff) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
             o->p.rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
             RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE((void *)value, value ? strlen(value) : 0), RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            /* bounded: the flush that writes is retried at the next interval */
+            if (cf_now_us() >= until) {
+                cf_err_set(err, CF_ERR_AGAIN, "offsets not stored in topic %s: the writer's queue is full", o->topic);
+                cf_err_detail(err, "Kafka did not take them within %d ms (offset.flush.timeout.ms)", o->timeout_ms);
+                cf_err_hint(err, "They are written again at the next commit; check that the broker is reachable.");
+                return CF_ERR_AGAIN;
+            }
             rd_kafka_poll(o->p.rk, backoff);
             continue;
         }
@@ -750,15 +988,17 @@ static cf_code ot_write(void *st, const char *key, const char *value, cf_err *er
     }
 }
 
-static cf_code ot_sync(void *st, cf_err *err) {
+static cf_code ot_sync(void *st, int timeout_ms, cf_err *err) {
     otopic *o = st;
-    /* bounded (offset.flush.timeout.ms): a commit that cannot finish now is
-     * retried at the next one */
-    rd_kafka_resp_err_t e = rd_kafka_flush(o->p.rk, o->timeout_ms);
+    /* bounded (offset.flush.timeout.ms, or what is left of a stop): a
+     * commit that cannot finish now is retried at the next one */
+    int wait = timeout_ms < 0 || timeout_ms > o->timeout_ms ? o->timeout_ms : timeout_ms;
+    rd_kafka_resp_err_t e = rd_kafka_flush(o->p.rk, wait);
     int failed = atomic_exchange(&o->failed, 0);
+    o->unsynced = e == RD_KAFKA_RESP_ERR__TIMED_OUT;
     if (e == RD_KAFKA_RESP_ERR__TIMED_OUT || failed) {
         cf_err_set(err, CF_ERR_TRANSPORT, "offsets not stored in topic %s", o->topic);
-        if (e) cf_err_detail(err, "Kafka did not acknowledge them within %d ms (offset.flush.timeout.ms)", o->timeout_ms);
+        if (e) cf_err_detail(err, "Kafka did not acknowledge them within %d ms", wait);
         else cf_err_detail(err, "%d writes failed", failed);
         cf_err_hint(err, "They are written again at the next commit; check that the broker is reachable.");
         return CF_ERR_TRANSPORT;
@@ -768,7 +1008,10 @@ static cf_code ot_sync(void *st, cf_err *err) {
 
 static void ot_destroy(void *st) {
     otopic *o = st;
-    rd_kafka_flush(o->p.rk, 5000);
+    /* what the last sync could not deliver waits for an unreachable broker:
+     * the stop already said so; do not wait for it again */
+    if (o->unsynced) rd_kafka_purge(o->p.rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_flush(o->p.rk, o->unsynced ? 100 : 1000);
     rd_kafka_destroy(o->p.rk);
     free(o->topic);
     free(o);
@@ -776,27 +1019,153 @@ static void ot_destroy(void *st) {
 
 static const cf_offset_backend ot_backend = {ot_write, ot_sync, ot_destroy};
 
-static void ensure_topic(rd_kafka_t *rk, const char *topic, int partitions, int rf) {
+/* An offsets topic that was there before us: Java Connect refuses one that is
+ * not compacted (old offsets would be deleted by retention, and a restart
+ * would replay from the beginning); we warn and go on, so that a user's
+ * existing topic still works. Another partition count than
+ * offset.storage.partitions is harmless to us (keys are placed by murmur2 on
+ * the topic's real count, as Java's producer does) but usually means two
+ * workers configured differently: say so. */
+static void check_existing_topic(rd_kafka_t *rk, const char *topic, int partitions) {
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    if (rkt && rd_kafka_metadata(rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (md->topic_cnt == 1 && !md->topics[0].err && md->topics[0].partition_cnt != partitions)
+            CF_WARN(COMP,
+                    "offsets topic %s has %d partitions, offset.storage.partitions says %d: workers that share "
+                    "it should agree (set offset.storage.partitions=%d, or use another offset.storage.topic)",
+                    topic, md->topics[0].partition_cnt, partitions, md->topics[0].partition_cnt);
+        rd_kafka_metadata_destroy(md);
+    }
+    if (rkt) rd_kafka_topic_destroy(rkt);
+
+    rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DescribeConfigs(rk, &cr, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 10000);
+    const char *policy = NULL;
+    if (ev && !rd_kafka_event_error(ev)) {
+        const rd_kafka_DescribeConfigs_result_t *res = rd_kafka_event_DescribeConfigs_result(ev);
+        size_t n = 0, nc = 0;
+        const rd_kafka_ConfigResource_t **rs = res ? rd_kafka_DescribeConfigs_result_resources(res, &n) : NULL;
+        const rd_kafka_ConfigEntry_t **ce = n == 1 ? rd_kafka_ConfigResource_configs(rs[0], &nc) : NULL;
+        for (size_t i = 0; i < nc; i++)
+            if (!strcmp(rd_kafka_ConfigEntry_name(ce[i]), "cleanup.policy")) policy = rd_kafka_ConfigEntry_value(ce[i]);
+        if (policy && !strstr(policy, "compact"))
+            CF_WARN(COMP,
+                    "offsets topic %s has cleanup.policy=%s, not compact: retention will delete stored offsets and "
+                    "sources will read again from the beginning (Kafka Connect refuses such a topic); set it with "
+                    "kafka-configs.sh --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact",
+                    topic, policy, topic);
+    }
+    if (!policy)
+        CF_DEBUG(COMP, "offsets topic %s: cleanup.policy not known (%s)", topic,
+                 ev ? rd_kafka_event_error_string(ev) : "no answer within 10 s");
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(cr);
+}
+
+/* Create a topic through the admin API unless it exists: `what` names it in
+ * the log ("offsets topic", "dead letter queue topic"), compact asks for
+ * cleanup.policy=compact. Returns true when it was there before. */
+static bool create_topic(rd_kafka_t *rk, const char *bootstrap, const char *what, const char *topic, int partitions,
+                         int rf, bool compact, const atomic_bool *stop) {
     char errstr[256];
     rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, rf, errstr, sizeof errstr);
-    if (!nt) return;
-    rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    if (!nt) {
+        CF_WARN(COMP, "could not create the %s %s: %s", what, topic, errstr);
+        return false;
+    }
+    if (compact) rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
     rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+    CF_INFO(COMP, "connecting to %s: creating the %s %s unless it exists (waits up to 15 s for an answer)", bootstrap,
+            what, topic);
+    /* one-second slices, so that a broker that does not answer is said to
+     * be waited for, not 15 s of silence */
+    rd_kafka_event_t *ev = NULL;
+    for (int waited = 0; !ev && waited < 15 && !(stop && atomic_load(stop)); waited++) {
+        ev = rd_kafka_queue_poll(q, 1000);
+        if (!ev && waited % 3 == 2 && waited < 14)
+            CF_INFO(COMP, "still waiting for %s to answer (creating the %s %s: %d of 15 s)", bootstrap, what, topic,
+                    waited + 1);
+    }
+    bool exists = false;
     if (ev) {
         const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
         size_t n = 0;
         const rd_kafka_topic_result_t **tr = res ? rd_kafka_CreateTopics_result_topics(res, &n) : NULL;
         if (n == 1 && rd_kafka_topic_result_error(tr[0]) == RD_KAFKA_RESP_ERR_NO_ERROR)
-            CF_INFO(COMP, "created the offsets topic %s (%d partitions, compacted)", topic, partitions);
+            CF_INFO(COMP, "created the %s %s (%d partition%s%s)", what, topic, partitions, partitions == 1 ? "" : "s",
+                    compact ? ", compacted" : "");
         else if (n == 1 && rd_kafka_topic_result_error(tr[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-            CF_WARN(COMP, "could not create the offsets topic %s: %s (it may be auto-created, not compacted)", topic,
-                    rd_kafka_topic_result_error_string(tr[0]));
+            CF_WARN(COMP, "could not create the %s %s: %s (it may be auto-created with the broker's defaults%s)", what,
+                    topic, rd_kafka_topic_result_error_string(tr[0]), compact ? ", not compacted" : "");
+        else if (n == 1)
+            exists = true;
         rd_kafka_event_destroy(ev);
+    } else {
+        CF_WARN(COMP, "no answer to creating the %s %s within 15 s (it may be auto-created with the broker's defaults)",
+                what, topic);
     }
     rd_kafka_queue_destroy(q);
     rd_kafka_NewTopic_destroy(nt);
+    return exists;
+}
+
+static void ensure_topic(rd_kafka_t *rk, const char *bootstrap, const char *topic, int partitions, int rf) {
+    if (create_topic(rk, bootstrap, "offsets topic", topic, partitions, rf, true, NULL))
+        check_existing_topic(rk, topic, partitions);
+}
+
+cf_code cf_worker_check_overrides(struct cf_worker *w, const char *connector, const cf_props *conn, cf_err *err) {
+    const char *policy = cf_config_string(cf_worker_config(w), "connector.client.config.override.policy");
+    if (!strcasecmp(policy, "All")) return CF_OK;
+    static const char *const principal[] = {"sasl.jaas.config", "sasl.mechanism", "security.protocol", NULL};
+    for (size_t i = 0; i < cf_props_count(conn); i++) {
+        const char *k = cf_props_key_at(conn, i);
+        const char *rest = !strncmp(k, "producer.override.", 18)   ? k + 18
+                           : !strncmp(k, "consumer.override.", 18) ? k + 18
+                           : !strncmp(k, "admin.override.", 15)    ? k + 15
+                                                                   : NULL;
+        if (!rest) continue;
+        bool ok = false;
+        for (int j = 0; !strcasecmp(policy, "Principal") && principal[j]; j++) ok = ok || !strcmp(rest, principal[j]);
+        if (ok) continue;
+        cf_err_set(err, CF_ERR_CONFIG, "connector \"%s\": %s may not be overridden", connector, k);
+        cf_err_detail(err, "the worker's connector.client.config.override.policy is %s%s", policy,
+                      !strcasecmp(policy, "Principal") ? " (only sasl.jaas.config, sasl.mechanism, security.protocol)" : "");
+        cf_err_hint(err, "remove %s from the connector, or set connector.client.config.override.policy=All in the "
+                         "worker file", k);
+        cf_err_where(err, "%s", k);
+        return CF_ERR_CONFIG;
+    }
+    return CF_OK;
+}
+
+void cf_worker_kafka_ensure_topic(struct cf_worker *w, const char *what, const char *topic, int partitions, int rf,
+                                  const cf_props *conn, const atomic_bool *stop) {
+    cf_err te;
+    cf_err_clear(&te);
+    cf_code trc = cf_kafka_env_create_topic(cf_worker_kafka_env(w), topic, partitions, &te);
+    if (trc != CF_ERR_UNSUPPORTED) return; /* the embedded cluster made it (or has it) */
+    errlog l = {0};
+    snprintf(l.name, sizeof l.name, "admin %s", topic);
+    rd_kafka_conf_t *c = base_conf_for(w, "admin.", NULL, &l, conn, &te);
+    if (!c) {
+        CF_WARN(COMP, "could not create the %s %s: %s", what, topic, te.message);
+        return;
+    }
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof errstr);
+    if (!rk) {
+        rd_kafka_conf_destroy(c);
+        CF_WARN(COMP, "could not create the %s %s: %s", what, topic, errstr);
+        return;
+    }
+    create_topic(rk, cf_worker_kafka_bootstrap(w), what, topic, partitions, rf, false, stop);
+    rd_kafka_destroy(rk);
 }
 
 /* Read the whole topic, from the beginning to the high watermarks. */
@@ -820,7 +1189,9 @@ static cf_code load_topic(struct cf_worker *w, cf_offset_store *s, const char *t
     rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
     /* wait for the broker (with backoff) rather than start without offsets */
     for (int backoff = 1000, tries = 0;; tries++) {
-        e = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+        /* 2 s per try: a line every few seconds says what is waited for */
+        int64_t t0 = cf_now_us();
+        e = rd_kafka_metadata(rk, 0, rkt, &md, 2000);
         if (!e && md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
             md->topics[0].partition_cnt > 0)
             break;
@@ -833,8 +1204,9 @@ static cf_code load_topic(struct cf_worker *w, cf_offset_store *s, const char *t
                              "offset.storage.file.filename to keep offsets in a file.");
             goto out;
         }
-        CF_WARN(COMP, "offsets topic %s not readable yet (%s); retrying in %d s", topic,
-                e ? rd_kafka_err2str(e) : "no partitions", backoff / 1000);
+        CF_WARN(COMP, "offsets topic %s not readable at %s after %.1f s (%s); retrying in %d s (try %d of 7)", topic,
+                cf_worker_kafka_bootstrap(w), (double)(cf_now_us() - t0) / 1e6,
+                e ? rd_kafka_err2str(e) : "no partitions", backoff / 1000, tries + 2);
         rd_kafka_poll(rk, backoff);
         backoff *= 2;
     }
@@ -931,7 +1303,8 @@ cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_
     cf_err te;
     cf_code trc = cf_kafka_env_create_topic(cf_worker_kafka_env(w), topic, parts, &te);
     if (trc == CF_ERR_UNSUPPORTED) /* a real cluster: the admin API */
-        ensure_topic(o->p.rk, topic, parts, (int)cf_config_int(cfg, "offset.storage.replication.factor"));
+        ensure_topic(o->p.rk, cf_worker_kafka_bootstrap(w), topic, parts,
+                     (int)cf_config_int(cfg, "offset.storage.replication.factor"));
     else if (trc)
         CF_DEBUG(COMP, "embedded cluster: topic %s: %s", topic, te.message);
     {
@@ -940,7 +1313,7 @@ cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_
          * about a second for metadata while the source task blocked in it. */
         const struct rd_kafka_metadata *md = NULL;
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(o->p.rk, topic, NULL);
-        if (rkt && rd_kafka_metadata(o->p.rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
+        if (rkt && rd_kafka_metadata(o->p.rk, 0, rkt, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
         if (rkt) rd_kafka_topic_destroy(rkt);
     }
     cf_offset_store *s = cf_offset_store_new_backend(&ot_backend, o);

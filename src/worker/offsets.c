@@ -25,9 +25,11 @@
 #include <jansson.h>
 #include <libgen.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cdcflow/buf.h"
@@ -371,6 +373,26 @@ void cf_offset_store_put(cf_offset_store *s, const char *connector, const cf_val
     pthread_mutex_unlock(&s->mu);
 }
 
+char *cf_offset_store_connector_json(cf_offset_store *s, const char *connector) {
+    json_t *a = json_array();
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->e[i].value) continue; /* deleted */
+        json_t *k = json_loads(s->e[i].key, JSON_DECODE_ANY, NULL);
+        const char *kc = json_string_value(json_array_get(k, 0));
+        if (kc && strcmp(kc, connector) == 0) {
+            json_t *v = json_loads(s->e[i].value, JSON_DECODE_ANY, NULL);
+            json_array_append_new(a, json_pack("{s:O,s:o}", "partition", json_array_get(k, 1), "offset",
+                                               v ? v : json_null()));
+        }
+        json_decref(k);
+    }
+    pthread_mutex_unlock(&s->mu);
+    char *out = json_dumps(a, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(a);
+    return out;
+}
+
 size_t cf_offset_store_count(cf_offset_store *s) {
     pthread_mutex_lock(&s->mu);
     size_t n = 0;
@@ -453,8 +475,32 @@ out:
 /* The dirty state is taken under mu and written with mu released, so that
  * puts (every source task's acknowledged offsets) never wait for the disk or
  * the broker. What a failed flush took is marked dirty again. */
-cf_code cf_offset_store_flush(cf_offset_store *s, cf_err *err) {
-    pthread_mutex_lock(&s->flush_mu);
+cf_code cf_offset_store_flush(cf_offset_store *s, cf_err *err) { return cf_offset_store_flush_until(s, 0, err); }
+
+cf_code cf_offset_store_flush_until(cf_offset_store *s, int64_t deadline_us, cf_err *err) {
+    if (deadline_us) {
+        /* another task's flush may be waiting on an unreachable broker */
+        int64_t left = deadline_us - cf_now_us();
+        if (left < 100000) left = 100000; /* CF_STOP_MIN_WAIT_MS */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += left / 1000000;
+        ts.tv_nsec += (left % 1000000) * 1000;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        if (pthread_mutex_timedlock(&s->flush_mu, &ts) != 0) {
+            cf_err_set(err, CF_ERR_AGAIN, "offsets not stored: another flush of the offset store did not end in time");
+            cf_err_hint(err, "They are stored at the next flush; the records after the stored offsets are read again "
+                             "after a restart.");
+            return CF_ERR_AGAIN;
+        }
+    } else {
+        pthread_mutex_lock(&s->flush_mu);
+    }
+    int timeout_ms = -1;
+    if (deadline_us) {
+        int64_t left = (deadline_us - cf_now_us()) / 1000;
+        timeout_ms = left < 100 ? 100 : left > INT32_MAX ? INT32_MAX : (int)left;
+    }
     pthread_mutex_lock(&s->mu);
     if (!s->dirty) {
         pthread_mutex_unlock(&s->mu);
@@ -481,7 +527,7 @@ cf_code cf_offset_store_flush(cf_offset_store *s, cf_err *err) {
     }
     s->dirty = rc != CF_OK; /* entries not handed over are still dirty */
     pthread_mutex_unlock(&s->mu);
-    if (!rc) rc = s->path ? write_file(s, &text, err) : s->backend ? s->backend->sync(s->bstate, err) : CF_OK;
+    if (!rc) rc = s->path ? write_file(s, &text, err) : s->backend ? s->backend->sync(s->bstate, timeout_ms, err) : CF_OK;
     if (rc) {
         pthread_mutex_lock(&s->mu);
         s->dirty = true;

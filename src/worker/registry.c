@@ -29,6 +29,7 @@
 #define CF_CONNECTOR_PLUGINS(X) \
     X(cf_files_source_plugin)         \
     X(cf_stream_source_plugin)         \
+    X(cf_cassandra_cdc_plugin)         \
     X(cf_connector_cdc_sink)
 
 #define CF_DECLARE_WEAK(sym) extern const cf_connector_plugin sym __attribute__((weak));

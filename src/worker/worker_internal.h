@@ -24,11 +24,16 @@
 typedef struct cf_offset_backend {
     /* Write one key/value (value NULL = tombstone). */
     cf_code (*write)(void *state, const char *key, const char *value, cf_err *err);
-    /* Return once everything written is durable (Kafka: acknowledged). */
-    cf_code (*sync)(void *state, cf_err *err);
+    /* Return once everything written is durable (Kafka: acknowledged), or
+     * fail after timeout_ms (-1: the backend's own timeout). */
+    cf_code (*sync)(void *state, int timeout_ms, cf_err *err);
     void (*destroy)(void *state);
 } cf_offset_backend;
 cf_offset_store *cf_offset_store_new_backend(const cf_offset_backend *backend, void *state);
+/* cf_offset_store_flush, done by deadline_us (cf_now_us() time; 0: no
+ * deadline, the backend's own timeout): waiting for another flush in
+ * progress and the backend's sync both end by then (CF_ERR_AGAIN). */
+cf_code cf_offset_store_flush_until(cf_offset_store *s, int64_t deadline_us, cf_err *err);
 /* Load one stored key/value (at start, from the backend's data). */
 cf_code cf_offset_store_load_record(cf_offset_store *s, const char *key, size_t klen, const char *value, size_t vlen,
                                     cf_err *err);
@@ -99,12 +104,19 @@ typedef struct cf_msg_in cf_msg_in;
  * sink task flushes and commits, then forgets the revoked partitions'
  * positions (committing them later would wind their new owner back). */
 typedef void (*cf_revoke_fn)(void *arg, const cf_tp_pos *revoked, size_t n);
+/* Called from within in->poll when partitions are assigned, before reading
+ * them starts: set next_offset (-1 on entry) where reading is to begin
+ * instead of the committed offset (an exactly-once sink's stored position). */
+typedef void (*cf_assign_fn)(void *arg, cf_tp_pos *assigned, size_t n);
 struct cf_msg_in {
     void *state;
     /* Fill out with up to max messages (taken by the caller). CF_ERR_EOF: bounded input ended. */
     cf_code (*poll)(void *state, cf_msg **out, size_t max, size_t *n, int timeout_ms, cf_err *err);
-    /* Commit positions (synchronously). */
-    cf_code (*commit)(void *state, const cf_tp_pos *pos, size_t n, cf_err *err);
+    /* Commit positions and wait up to timeout_ms for the answer (cut to the
+     * task's stop deadline, see `deadline`): CF_ERR_AGAIN when none came in
+     * time (the commit may still be made: nothing is lost either way). */
+    cf_code (*commit)(void *state, const cf_tp_pos *pos, size_t n, int timeout_ms, cf_err *err);
+    /* Leave (the group) and free; waits at most until the stop deadline. */
     void (*destroy)(void *state);
     /* Optional (NULL: not supported): stop/restart fetching while the
      * connector is paused, staying in the group; records behind (lag). */
@@ -112,17 +124,44 @@ struct cf_msg_in {
     int64_t (*lag)(void *state);
     cf_revoke_fn on_revoke; /* set by the worker */
     void *revoke_arg;
+    /* The task's stop deadline (task.deadline_us: 0 while it runs), set by
+     * the worker before cf_worker_kafka_in_bind: commits and the close end
+     * by then. */
+    const _Atomic int64_t *deadline;
+    cf_assign_fn on_assign; /* set by the worker; revoke_arg is its argument too */
 };
 
 /* ---- record files (files.c) ---- */
 cf_code cf_worker_file_out_new(const char *path, cf_msg_out *out, cf_err *err);
 cf_code cf_worker_file_in_new(const char *path, cf_msg_in *in, cf_err *err);
+/* Skip the messages of the record file before these positions (what an
+ * exactly-once sink already holds): per topic partition, offsets below
+ * next_offset. */
+void cf_worker_file_in_resume(cf_msg_in *in, const cf_tp_pos *pos, size_t n);
 
 /* ---- Kafka (kafka.c) ---- */
+/* A sink task consumer's prefetch queue (librdkafka queued.max.messages.kbytes)
+ * unless the worker sets consumer.queued.max.messages.kbytes. */
+#define CF_SINK_CONSUMER_QUEUE_KB "8192"
 struct cf_worker;
-cf_code cf_worker_kafka_out_new(struct cf_worker *w, const char *client_id, cf_msg_out *out, cf_err *err);
+/* conn (may be NULL): the connector's configuration, whose producer.override.*
+ * / consumer.override.* keys go to this client over the worker's. */
+cf_code cf_worker_kafka_out_new(struct cf_worker *w, const char *client_id, const cf_props *conn, cf_msg_out *out,
+                                cf_err *err);
 cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const char *const *topics, size_t n_topics,
-                               const char *topics_regex, cf_msg_in *in, cf_err *err);
+                               const char *topics_regex, const cf_props *conn, cf_msg_in *in, cf_err *err);
+/* The worker's connector.client.config.override.policy against a connector's
+ * producer/consumer/admin.override.* keys (Connect's rules: All allows
+ * every one, None none, Principal only the SASL/security ones). */
+cf_code cf_worker_check_overrides(struct cf_worker *w, const char *connector, const cf_props *conn, cf_err *err);
+/* Create TOPIC (partitions, replication factor rf, -1: the broker's) unless
+ * it exists, with the connector's admin.override.* (a real cluster; on the
+ * embedded one, its own topic creation). `what` names it in the log ("dead
+ * letter queue topic"). The wait for the broker's answer (up to 15 s) ends
+ * when *stop is set (may be NULL), so a task's stop stays bounded. A failure
+ * is logged, not returned: producing may still auto-create it. */
+void cf_worker_kafka_ensure_topic(struct cf_worker *w, const char *what, const char *topic, int partitions, int rf,
+                                  const cf_props *conn, const atomic_bool *stop);
 cf_code cf_worker_kafka_offsets_open(struct cf_worker *w, const char *topic, cf_offset_store **out, cf_err *err);
 void cf_worker_kafka_in_bind(cf_msg_in *in);
 /* Worker settings the Kafka adapters read. */
@@ -151,11 +190,15 @@ typedef enum cf_stage {
     CF_STAGE_KAFKA_CONSUME
 } cf_stage;
 const char *cf_stage_name(cf_stage s);
+/* The Java exception class Connect reports for an error of this code (DLQ header). */
+const char *cf_exception_class(cf_code code);
 /* Add Connect's __connect.errors.* context headers to a DLQ message. */
 void cf_dlq_add_headers(cf_msg *m, const char *orig_topic, int32_t partition, int64_t offset, const char *connector,
                         int task_id, cf_stage stage, const char *class_name, const cf_err *problem);
 
 /* ---- REST (rest.c) ---- */
+/* the REST routes of cf_worker_opts (rest.c asks) */
+const cf_worker_route *cf_worker_routes(const cf_worker *w, size_t *n);
 typedef struct cf_rest cf_rest;
 cf_code cf_rest_start(struct cf_worker *w, const cf_config *cfg, cf_rest **out, cf_err *err);
 int cf_rest_port(const cf_rest *r);

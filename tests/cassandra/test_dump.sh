@@ -95,6 +95,40 @@ cp "$LEGACY/4.0.11-encrypted/CommitLog-7-1699285478684.log" "$tmp/"
 printf '\xff' | dd of="$tmp/CommitLog-7-1699285478684.log" bs=1 seek=5000 conv=notrunc status=none
 "$CLI" cassandra dump --schema "$DATA/legacy_standard1_40.cql" --stats "$tmp/CommitLog-7-1699285478684.log" >"$tmp/c.out" 2>"$tmp/c.err"
 check "corrupt: exit 3" "[[ $? -eq 3 ]]"
-check "corrupt: error names file@offset" "grep -q 'WHERE:  CommitLog-7-1699285478684.log@' '$tmp/c.err'"
+check "corrupt: error names path@offset" "grep -q 'WHERE:  $tmp/CommitLog-7-1699285478684.log@' '$tmp/c.err'"
 check "corrupt: the other mutations are printed" "[[ \$(wc -l <'$tmp/c.out') -eq 354 ]]"
+# a truncated copy with its COMPLETED index (it was read as complete: 0 of 57
+# updates, exit 0): reported with the segment's path and byte offset
+mkdir -p "$tmp/cut"
+zseg=$(ls "$DATA"/v7-zstd/cdc_raw/*.log)
+cp "$DATA"/v7-zstd/cdc_raw/* "$tmp/cut/"
+head -c 10336 "$zseg" >"$tmp/cut/$(basename "$zseg")"
+"$CLI" cassandra dump --schema "$DATA/v7-zstd/schema.cql" "$tmp/cut" >"$tmp/cut.out" 2>"$tmp/cut.err"
+check "truncated with COMPLETED index: exit 3" "[[ $? -eq 3 ]]"
+check "truncated with COMPLETED index: path@offset" \
+  "grep -q 'WHERE:  $tmp/cut/$(basename "$zseg")@10336' '$tmp/cut.err'"
+check "truncated with COMPLETED index: says why" "grep -q 'ends before the offset its cdc index names' '$tmp/cut.err'"
+
+# non-regular files: a FIFO named like a segment does not block; a directory in
+# a segment's place is reported (exit 3, what was found); an empty directory
+# and a FIFO given as PATH are refused (exit 2)
+mkdir -p "$tmp/odd" "$tmp/empty"
+cp "$DATA"/v7-zstd/cdc_raw/* "$tmp/odd/"
+mkfifo "$tmp/odd/CommitLog-7-1795979249815.log"
+mkdir "$tmp/odd/CommitLog-7-1795979249816.log"
+# with an index beside each, as Cassandra's segments have in cdc_raw (so they are read)
+cp "$DATA"/v7-zstd/cdc_raw/*_cdc.idx "$tmp/odd/CommitLog-7-1795979249815_cdc.idx"
+cp "$DATA"/v7-zstd/cdc_raw/*_cdc.idx "$tmp/odd/CommitLog-7-1795979249816_cdc.idx"
+timeout 20 "$CLI" cassandra dump --schema "$DATA/v7-zstd/schema.cql" "$tmp/odd" >"$tmp/odd.out" 2>"$tmp/odd.err"
+rc=$?
+check "FIFO and directory named like segments: exit 3, no hang (got $rc)" "[[ $rc -eq 3 ]]"
+check "FIFO: said what it is" "grep -q 'found a FIFO' '$tmp/odd.err'"
+check "directory: said what it is" "grep -q 'found a directory' '$tmp/odd.err'"
+check "the real segment is still read" "cmp -s '$tmp/odd.out' '$tmp/v7-zstd.jsonl'"
+timeout 20 "$CLI" cassandra dump "$tmp/empty" >/dev/null 2>"$tmp/empty.err"
+check "empty directory: exit 2" "[[ $? -eq 2 ]]"
+check "empty directory: says so" "grep -q 'holds no commit log segments' '$tmp/empty.err'"
+timeout 20 "$CLI" cassandra dump "$tmp/odd/CommitLog-7-1795979249815.log" >/dev/null 2>"$tmp/fifo.err"
+check "FIFO as PATH: exit 2" "[[ $? -eq 2 ]]"
+check "FIFO as PATH: says what it is" "grep -q 'it is a FIFO' '$tmp/fifo.err'"
 exit $fail

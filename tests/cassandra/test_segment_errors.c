@@ -183,8 +183,8 @@ static const char *read_damaged(const uint8_t *p, size_t n, int64_t where, const
     read_all(path, -1, &r);
     assert_int_equal(r.corrupt, 1);
     if (where >= 0) {
-        char want[128];
-        snprintf(want, sizeof want, "%s@%lld", SEG40_NAME, (long long)where);
+        char want[640];
+        snprintf(want, sizeof want, "%s@%lld", path, (long long)where); /* the path, not only the name */
         assert_string_equal(r.first_where, want);
     }
     if (msg) assert_non_null(strstr(r.first_msg, msg));
@@ -291,7 +291,9 @@ static void test_header_errors(void **state) {
     spit(path, p, n);
     assert_int_equal(cf_cass_segment_open(path, NULL, &seg, &err), CF_ERR_CORRUPT);
     assert_non_null(strstr(err.message, "header checksum"));
-    assert_string_equal(err.where, SEG40_NAME "@16");
+    char want16[640];
+    snprintf(want16, sizeof want16, "%s@16", path);
+    assert_string_equal(err.where, want16);
     p[17] ^= 1;
     /* version 5 (Cassandra 2.2): refused with a clear message */
     put32(p, 5);
@@ -533,6 +535,227 @@ static void test_cdc_file_behind_index(void **state) {
     free(p);
 }
 
+/* ---- what a segment's _cdc.idx promises (cf_cass_segment_set_cdc_index) ---- */
+
+/* Read path with its index given as (off, completed); counts into rr, and
+ * the code that ended the read. */
+static cf_code read_cdc(const char *path, int64_t off, bool completed, readout *rr) {
+    memset(rr, 0, sizeof *rr);
+    cf_cass_segment *seg;
+    cf_err err;
+    assert_int_equal(cf_cass_segment_open(path, NULL, &seg, &err), CF_OK);
+    cf_cass_segment_set_cdc_index(seg, off, completed);
+    cf_cass_entry e;
+    cf_code rc;
+    while ((rc = cf_cass_segment_next(seg, &e, &err)) == CF_OK || rc == CF_ERR_CORRUPT) {
+        if (rc == CF_OK) {
+            rr->positions[rr->entries++] = e.position;
+            continue;
+        }
+        if (!rr->corrupt++) {
+            snprintf(rr->first_where, sizeof rr->first_where, "%s", err.where);
+            snprintf(rr->first_msg, sizeof rr->first_msg, "%s", err.message);
+        }
+    }
+    assert_int_equal(cf_cass_segment_get_stats(seg)->corrupt, (uint64_t)rr->corrupt);
+    cf_cass_segment_destroy(seg);
+    return rc;
+}
+
+static int entries_below(int64_t off) {
+    int k = 0;
+    for (int i = 0; i < clean.entries; i++) k += clean.positions[i] < off;
+    return k;
+}
+
+static void expect_where(const readout *rr, const char *path, int64_t off) {
+    char want[640];
+    snprintf(want, sizeof want, "%s@%lld", path, (long long)off);
+    assert_string_equal(rr->first_where, want);
+}
+
+/* The plain segment has 4 sections, the last one empty (Cassandra ends a
+ * segment it closes with an empty section); its index (as Cassandra writes
+ * it when the segment is done) names the end of that one. */
+static void test_cdc_index_promise_plain(void **state) {
+    (void)state;
+    size_t n, mk[16];
+    uint8_t *p = slurp_sections(&n, mk);
+    int64_t last_end = (int64_t)be32(p + mk[3]);
+    const char *path = copy_path();
+    readout rr;
+    /* the whole segment: every entry, a clean end */
+    spit(path, p, n);
+    assert_int_equal(read_cdc(path, last_end, true, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.entries, clean.entries);
+    assert_int_equal(rr.corrupt, 0);
+    /* not COMPLETED, up to section 3: stops there without an error */
+    assert_int_equal(read_cdc(path, (int64_t)mk[2], false, &rr), CF_ERR_AGAIN);
+    assert_int_equal(rr.entries, entries_below((int64_t)mk[2]));
+    assert_int_equal(rr.corrupt, 0);
+    /* cut exactly where section 3 begins: without the index that is a clean
+     * end, with it a data error (it was read as complete: entries missing) */
+    spit(path, p, mk[2]);
+    assert_int_equal(read_cdc(path, last_end, true, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.corrupt, 1);
+    assert_non_null(strstr(rr.first_msg, "ends before the offset its cdc index names"));
+    expect_where(&rr, path, (int64_t)mk[2]);
+    assert_int_equal(rr.entries, entries_below((int64_t)mk[2]));
+    /* the same for a live index (not COMPLETED): synced data is missing */
+    assert_int_equal(read_cdc(path, last_end, false, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.corrupt, 1);
+    /* cut where the empty last section begins: reported too */
+    spit(path, p, mk[3]);
+    assert_int_equal(read_cdc(path, last_end, true, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.corrupt, 1);
+    assert_int_equal(rr.entries, clean.entries);
+    /* cut inside section 3: reported, not "wait for the bytes" */
+    spit(path, p, mk[2] + 500);
+    assert_int_equal(read_cdc(path, last_end, true, &rr), CF_ERR_EOF);
+    assert_true(rr.corrupt >= 1);
+    /* sections 3 and 4 zeroed (a preallocated segment's zeros where data was) */
+    uint8_t *z = malloc(n);
+    memcpy(z, p, n);
+    memset(z + mk[2], 0, (size_t)(last_end - (int64_t)mk[2]));
+    spit(path, z, n);
+    assert_int_equal(read_cdc(path, last_end, true, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.corrupt, 1);
+    assert_non_null(strstr(rr.first_msg, "zeros where the cdc index promises a sync section"));
+    expect_where(&rr, path, (int64_t)mk[2]);
+    /* an index that promises more than the segment holds */
+    spit(path, p, n);
+    assert_int_equal(read_cdc(path, last_end + 4096, true, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.corrupt, 1);
+    assert_int_equal(rr.entries, clean.entries);
+    expect_where(&rr, path, last_end);
+    /* an offset inside a section: the index is not this segment's; reported,
+     * and everything read */
+    assert_int_equal(read_cdc(path, (int64_t)mk[2] + 100, true, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.corrupt, 1);
+    assert_non_null(strstr(rr.first_msg, "falls inside a sync section"));
+    expect_where(&rr, path, (int64_t)mk[2]);
+    assert_int_equal(rr.entries, clean.entries);
+    /* COMPLETED at the end of section 2 while more sections follow: reported, read */
+    assert_int_equal(read_cdc(path, (int64_t)mk[2], true, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.corrupt, 1);
+    assert_non_null(strstr(rr.first_msg, "sync section after the offset"));
+    assert_int_equal(rr.entries, clean.entries);
+    free(z);
+    free(p);
+}
+
+/* Entries zeroed inside a section (with or without an index): reported, the
+ * section's rest skipped, the next sections read. It read as a clean end. */
+static void test_zeroed_entries(void **state) {
+    (void)state;
+    size_t n, mk[16];
+    uint8_t *p = slurp_sections(&n, mk);
+    int k = entries_below((int64_t)mk[3]) - 3; /* the last three entries of section 3 */
+    int64_t from = clean.positions[k];
+    memset(p + from, 0, mk[3] - (size_t)from);
+    read_damaged(p, n, from, "entry of size 0 inside a sync section");
+    assert_int_equal(r.entries, clean.entries - 3);
+    /* only the first entry of section 3 zeroed: the section's rest is skipped */
+    free(p);
+    p = slurp_sections(&n, mk);
+    k = entries_below((int64_t)mk[2]);
+    memset(p + clean.positions[k], 0, 4);
+    read_damaged(p, n, clean.positions[k], "entry of size 0 inside a sync section");
+    assert_int_equal(r.entries, entries_below((int64_t)mk[2]) + (clean.entries - entries_below((int64_t)mk[3])));
+    free(p);
+}
+
+/* A compressed fixture of Cassandra 5.0 (tests/data/cassandra/v7-zstd):
+ * cut where its last section begins, with the COMPLETED index beside it. */
+#define ZSTD_DIR CF_TESTS_DIR "/data/cassandra/v7-zstd/cdc_raw"
+static void test_cdc_index_promise_compressed(void **state) {
+    (void)state;
+    char **logs = list_logs(ZSTD_DIR);
+    assert_non_null(logs);
+    assert_non_null(logs[0]);
+    size_t n;
+    uint8_t *p = slurp(logs[0], &n);
+    char *idx = cf_cass_cdc_idx_path(logs[0]);
+    int64_t off;
+    bool done;
+    cf_err err;
+    assert_int_equal(cf_cass_cdc_idx_read(idx, 0, 0, &off, &done, &err), CF_OK);
+    assert_true(done);
+    size_t hdr = 14 + ((size_t)p[12] << 8 | p[13]) + 4, mk[64];
+    int ns = markers(p, n, hdr, mk, 64);
+    assert_true(ns >= 2);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, strrchr(logs[0], '/') + 1);
+    readout whole, rr;
+    spit(path, p, n);
+    assert_int_equal(read_cdc(path, off, true, &whole), CF_ERR_EOF);
+    assert_int_equal(whole.corrupt, 0);
+    assert_true(whole.entries > 0);
+    /* the last section is the empty one Cassandra ends a segment with: cut
+     * where the last one with data begins */
+    spit(path, p, mk[ns - 2]);
+    assert_int_equal(read_cdc(path, off, true, &rr), CF_ERR_EOF);
+    assert_int_equal(rr.corrupt, 1);
+    expect_where(&rr, path, (int64_t)mk[ns - 2]);
+    assert_true(rr.entries < whole.entries);
+    /* cut inside that section: it does not decompress, reported */
+    spit(path, p, mk[ns - 2] + (mk[ns - 1] - mk[ns - 2]) / 2);
+    assert_int_equal(read_cdc(path, off, true, &rr), CF_ERR_EOF);
+    assert_true(rr.corrupt >= 1);
+    free(idx);
+    free(p);
+    for (char **l = logs; *l; l++) free(*l);
+    free(logs);
+}
+
+/* A FIFO named like a segment or an index does not block the reader; a
+ * directory in a segment's place and an empty folder are refused saying what
+ * was found. */
+static void test_non_regular_files(void **state) {
+    (void)state;
+    alarm(20); /* a blocking open would hang here */
+    char d[600], path[700];
+    snprintf(d, sizeof d, "%s/nonreg", tmpdir);
+    assert_int_equal(mkdir(d, 0755), 0);
+    cf_cass_dir_entry *de;
+    size_t nd;
+    cf_err err;
+    assert_int_equal(cf_cass_dir_list(d, &de, &nd, &err), CF_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "holds no commit log segments"));
+    assert_non_null(strstr(err.detail, "empty"));
+    snprintf(path, sizeof path, "%s/notes.txt", d);
+    spit(path, "x", 1);
+    assert_int_equal(cf_cass_dir_list(d, &de, &nd, &err), CF_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.detail, "notes.txt"));
+    snprintf(path, sizeof path, "%s/CommitLog-7-5.log", d);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    cf_cass_segment *seg;
+    assert_int_equal(cf_cass_segment_open(path, NULL, &seg, &err), CF_ERR_INVALID);
+    assert_non_null(strstr(err.detail, "FIFO"));
+    assert_string_equal(err.where, path);
+    char *ip = cf_cass_cdc_idx_path(path);
+    assert_int_equal(mkfifo(ip, 0644), 0);
+    int64_t off;
+    bool done;
+    assert_int_equal(cf_cass_cdc_idx_read(ip, 0, 0, &off, &done, &err), CF_ERR_INVALID);
+    assert_non_null(strstr(err.detail, "FIFO"));
+    free(ip);
+    snprintf(path, sizeof path, "%s/CommitLog-7-4.log", d);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(cf_cass_dir_list(d, &de, &nd, &err), CF_OK);
+    assert_int_equal(nd, 2);
+    assert_int_equal(de[0].id, 4);
+    assert_int_equal(de[0].problem, CF_ERR_INVALID);
+    assert_non_null(strstr(de[0].err.detail, "a directory"));
+    assert_string_equal(de[0].err.where, path);
+    assert_int_equal(de[1].id, 5);
+    assert_int_equal(de[1].problem, CF_ERR_INVALID);
+    assert_non_null(strstr(de[1].err.detail, "FIFO"));
+    assert_true(de[1].has_idx);
+    cf_cass_dir_entries_free(de, nd);
+    alarm(0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_clean_baseline),
@@ -549,6 +772,10 @@ int main(void) {
         cmocka_unit_test(test_idx_parse),
         cmocka_unit_test(test_cdc_follow),
         cmocka_unit_test(test_cdc_file_behind_index),
+        cmocka_unit_test(test_cdc_index_promise_plain),
+        cmocka_unit_test(test_zeroed_entries),
+        cmocka_unit_test(test_cdc_index_promise_compressed),
+        cmocka_unit_test(test_non_regular_files),
     };
     (void)g_table;
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -26,6 +26,24 @@ done
 run "$CLI" --version;         expect_rc 0 "--version"
 run "$CLI" no-such-command;   expect_rc 2 "unknown command"; expect_out 'unknown command "no-such-command"' "unknown command"
 run "$CLI";                   expect_rc 2 "no command"
+# `cdcflow help` and `cdcflow help COMMAND` (as git's); a typo suggests the command
+run "$CLI" help;              expect_rc 0 "help"; expect_out "Usage: cdcflow" "help"; expect_out "validate" "help"
+run "$CLI" help run;          expect_rc 0 "help run"; expect_out "Usage: cdcflow run" "help run"
+run "$CLI" help valdate;      expect_rc 2 "help typo"; expect_out 'Did you mean "validate"?' "help typo"
+run "$CLI" vaildate x.json;   expect_rc 2 "typo"; expect_out 'Did you mean "validate"?' "typo"
+# a JSON array of one connector is that connector; of two, a clear error
+printf '[{"name": "arr", "config": {"connector.class": "cdc-sink", "topics": "t"}}]\n' > "$T/arr.json"
+run "$CLI" validate "$T/arr.json"; expect_rc 0 "json array"; expect_out 'OK (connector "arr", cdc-sink sink)' "json array"
+printf '  [{"name": "a"}, {"name": "b"}]' > "$T/arr2.json"
+run "$CLI" validate "$T/arr2.json"; expect_rc 2 "json array of 2"
+expect_out "connector configuration is a JSON array of 2 elements" "json array of 2"
+# a misspelt connector class suggests the closest (validate and run)
+printf '{"name": "t", "config": {"connector.class": "io.debezium.connector.jdbc.JdbcSinkConector", "topics": "t"}}' \
+  > "$T/typo.json"
+run "$CLI" validate "$T/typo.json"; expect_rc 2 "class typo"
+expect_out 'did you mean "io.debezium.connector.jdbc.JdbcSinkConnector"?' "class typo"
+run "$CLI" run "$T/typo.json" --input /dev/null; expect_rc 2 "run class typo"
+expect_out 'Did you mean "io.debezium.connector.jdbc.JdbcSinkConnector"?' "run class typo"
 run "$CLI" --bogus-option;    expect_rc 2 "unknown global option"
 
 # ---- every command's --help: exit 0 and a usage line ----

@@ -75,6 +75,7 @@ typedef struct gen {
     size_t *n_recs, *cap_recs;
     size_t total;
     uint64_t ops[8]; /* counts per kind */
+    int no_toast;    /* no unchanged-TOAST updates (a target that replaces whole rows: BigQuery) */
 } gen;
 
 enum { OP_INSERT, OP_UPDATE, OP_UPDATE_SAMEVER, OP_DELETE, OP_REINSERT, OP_KEYCHANGE, OP_TOAST, OP_NOOP };
@@ -309,7 +310,7 @@ static inline void gen_step(gen *g) {
         }
         g->ops[OP_KEYCHANGE]++;
         gen_keychange(g, id, nid);
-    } else if (dice < 33 && w->has_note) {
+    } else if (dice < 33 && w->has_note && !g->no_toast) {
         g->ops[OP_TOAST]++;
         gen_toast(g, id);
     } else {

@@ -3,7 +3,7 @@
 # connector on SQLite: Debezium's documented event shapes (V1..V5 of
 # shared/specs/bigquery-cdc.md §3) through the JsonConverter, a redelivery,
 # an unchanged TOAST column; then bad records under errors.tolerance none/all,
-# and target=bigquery (not built yet) as a configuration error.
+# and target=bigquery without a dataset as a configuration error.
 set -euo pipefail
 CLI=${CF_CLI:?CF_CLI not set}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -14,6 +14,14 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 python3 "$HERE/debezium_vectors.py" > in.jsonl
 python3 "$HERE/debezium_vectors.py" bad > bad.jsonl
+run_rc() { # run_rc LOG ARGS...: `cdcflow run ARGS` with stderr to LOG, its exit code in rc
+  local log=$1
+  shift
+  set +e
+  "$CLI" run "$@" 2> "$log"
+  rc=$?
+  set -e
+}
 conf() { # conf FILE DB [extra json members]
   printf '{"name":"cdc","config":{"connector.class":"cdc-sink","topics":"dbserver1.public.customers","sqlite.path":"%s","key.converter":"json","value.converter":"json"%s}}\n' "$2" "${3:-}" > "$1"
 }
@@ -52,20 +60,34 @@ grep -q 'dbserver1.public.customers/0@18' bad.log || { cat bad.log; fail "where"
 # 3. errors.tolerance=all: the rest is applied, exit 3
 conf all.json "$W/all.db" ',"errors.tolerance":"all","errors.log.enable":"true"'
 rm -f cdcflow.offsets.json
-set +e
-"$CLI" run all.json --input bad.jsonl 2> all.log
-rc=$?
-set -e
+run_rc all.log all.json --input bad.jsonl
 [[ $rc == 3 ]] || { cat all.log; fail "tolerance all: exit $rc, want 3"; }
 got=$(sqlite3 all.db "SELECT id FROM dbserver1_public_customers ORDER BY id")
 [[ $got == "3" ]] || fail "tolerance all: rows '$got'"
 
-# 4. target=bigquery: a configuration error (exit 2), not a crash
-conf bq.json "$W/bq.db" ',"target":"bigquery"'
+# 3b. a damaged line of the record file under errors.tolerance=all: skipped,
+#     and the log names the file, the line and the byte offset (it said
+#     "record --1@-1" before)
+{ head -3 in.jsonl; echo '{"topic":"dbserver1.public.customers","partition":0,"offset":x}'; tail -n +4 in.jsonl; } > mixed.jsonl
+off=$(head -3 in.jsonl | wc -c)
+conf mixed.json "$W/mixed.db" ',"errors.tolerance":"all","errors.log.enable":"true"'
+rm -f cdcflow.offsets.json
+run_rc mixed.log mixed.json --input mixed.jsonl
+[[ $rc == 3 ]] || { cat mixed.log; fail "bad line: exit $rc, want 3"; }
+grep -q "record at mixed.jsonl:4:62 (byte offset $((off + 61))) skipped (errors.tolerance=all)" mixed.log ||
+  { cat mixed.log; fail "the skip does not name file, line and byte offset"; }
+grep -q -- '--1@-1' mixed.log && { cat mixed.log; fail "the skip names no place"; }
+got=$(sqlite3 mixed.db "SELECT id, email, coalesce(name, 'NULL'), _change_sequence_number FROM dbserver1_public_customers ORDER BY id")
+[[ $got == "$want" ]] || fail "bad line skipped: got '$got', want '$want'"
+
+# 4. target=bigquery without a dataset: the task fails at start (exit 1)
+#    naming the setting, before any credentials are looked for (tests/sink/bigquery runs it
+#    against the BigQuery test double)
+conf bq.json "$W/bq.db" ',"target":"bigquery","project":"p1"'
 set +e
 "$CLI" run bq.json --input in.jsonl 2> bq.log
 rc=$?
 set -e
-[[ $rc == 2 ]] || { cat bq.log; fail "bigquery: exit $rc, want 2"; }
-grep -q "not built yet" bq.log || { cat bq.log; fail "bigquery message"; }
+[[ $rc == 1 ]] || { cat bq.log; fail "bigquery: exit $rc, want 1"; }
+grep -q 'missing required configuration "defaultDataset"' bq.log || { cat bq.log; fail "bigquery message"; }
 echo "1 passed, 0 failed"

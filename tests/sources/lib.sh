@@ -72,3 +72,19 @@ kill9_restart() {
   sleep 0.3
   cli_stop "restarted run"
 }
+
+# kill9_setup DEFAULT_KILLS: the random seed (SEED=n repeats a run's
+# choices; printed), KILLS (default DEFAULT_KILLS) and $T/worker.properties of
+# the kill -9 tests: direct transport, offsets in $T/offsets.json flushed
+# every 100 ms.
+kill9_setup() {
+  SEED=${SEED:-$(( $(date +%s) % 100000 ))}
+  RANDOM=$SEED
+  echo "SEED=$SEED" >&2
+  KILLS=${KILLS:-$1}
+  cat > "$T/worker.properties" <<W
+transport=direct
+offset.storage.file.filename=$T/offsets.json
+offset.flush.interval.ms=100
+W
+}

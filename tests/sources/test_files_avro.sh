@@ -14,7 +14,7 @@
 # The large file is written here by a few lines of Python following the Avro
 # specification (python3 without fastavro is all the test machine has); its
 # values are plain ids, the decoding itself is checked against fastavro's
-# files above and in tests/source/test_avro_extract.c (fastavro reads the
+# files above and in tests/source_framework/test_avro_extract.c (fastavro reads the
 # file this writer makes as the same 60000 records; checked by hand).
 set -euo pipefail
 CLI=${CF_CLI:?CF_CLI not set}

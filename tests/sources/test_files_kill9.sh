@@ -23,17 +23,8 @@ CLI=${CF_CLI:?CF_CLI not set}
 T=$(mktemp -d); echo "work dir $T" >&2
 trap 'kill -9 $(jobs -p) 2>/dev/null || true; [[ -n "${KEEP:-}" ]] || rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-source "$(dirname "$0")/lib.sh" # cli_start, cli_kill9, cli_stop, wait_lines
-SEED=${SEED:-$(( $(date +%s) % 100000 ))}
-RANDOM=$SEED
-echo "SEED=$SEED" >&2
-KILLS=${KILLS:-5}
-
-cat > "$T/worker.properties" <<W
-transport=direct
-offset.storage.file.filename=$T/offsets.json
-offset.flush.interval.ms=100
-W
+source "$(dirname "$0")/lib.sh" # cli_start, cli_kill9, cli_stop, wait_lines, kill9_setup
+kill9_setup 5 # SEED, KILLS, $T/worker.properties
 
 # make_tree DIR FORMAT: 12 files in nested folders, 1 to 20000 rows each
 # (about 70000 in all); every row names its file and row number.

@@ -38,6 +38,9 @@ for r, where in zip(recs, ("line 3, byte 8", "line 5, byte 19")):
     h = dict(zip(r["headers"][0::2], r["headers"][1::2]))
     assert h.get("__connect.errors.connector.name") == "dlq-test", h
     assert h.get("__connect.errors.stage") == "TASK_POLL", h
+    # a bad row is what Connect calls a DataException; our own code beside it
+    assert h.get("__connect.errors.exception.class.name") == "org.apache.kafka.connect.errors.DataException", h
+    assert h.get("__cdcflow.errors.code", "").startswith("CF_ERR_"), h
     msg = h.get("__connect.errors.exception.message", "")
     assert "rows.csv" in msg or "rows.csv" in json.dumps(h), h
     assert where in json.dumps(h), (where, h)

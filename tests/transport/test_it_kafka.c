@@ -254,10 +254,16 @@ static void run_cmd(const char *what, const char *cmd) {
 /* The restart test stops a broker for tens of seconds. So that other tests
  * running in parallel on the shared broker (CF_TEST_KAFKA) are not hit, it
  * starts a PRIVATE broker with scripts/servers (CF_TEST_SERVERS): its own
- * run directory and ports (offset 300: 127.0.0.1:19392), same jars and
- * recipe, and stops it with `stop kafka` / `start kafka` (data kept), the
- * same commands as CF_TEST_KAFKA_STOP/START. */
+ * run directory and ports (300 above the shared servers' offset,
+ * CF_SERVERS_PORT_OFFSET: 127.0.0.1:19392 for the default instance, so a
+ * second suite on the same machine gets its own), same jars and recipe,
+ * and stops it with `stop kafka` / `start kafka` (data kept), the same
+ * commands as CF_TEST_KAFKA_STOP/START. */
 enum { PRIV_OFFSET = 300 };
+static int priv_offset(void) {
+    const char *o = getenv("CF_SERVERS_PORT_OFFSET");
+    return PRIV_OFFSET + (o && *o ? atoi(o) : 0);
+}
 static char priv_prefix[1024], priv_bs[64], priv_dir[256];
 
 static int teardown_private(void **state) {
@@ -277,8 +283,8 @@ static void test_it_broker_restart_no_loss(void **state) {
     const char *servers = it_need_env("CF_TEST_SERVERS");
     snprintf(priv_dir, sizeof priv_dir, "/tmp/cf-it-kafka-restart-%d", (int)getpid());
     snprintf(priv_prefix, sizeof priv_prefix, "CF_SERVERS_DIR='%s' CF_SERVERS_PORT_OFFSET=%d '%s'",
-             priv_dir, PRIV_OFFSET, servers);
-    snprintf(priv_bs, sizeof priv_bs, "127.0.0.1:%d", 19092 + PRIV_OFFSET);
+             priv_dir, priv_offset(), servers);
+    snprintf(priv_bs, sizeof priv_bs, "127.0.0.1:%d", 19092 + priv_offset());
     char cmd_start[1200], cmd_stop[1200];
     snprintf(cmd_start, sizeof cmd_start, "%s start kafka", priv_prefix);
     snprintf(cmd_stop, sizeof cmd_stop, "%s stop kafka", priv_prefix);

@@ -34,4 +34,16 @@ grep -q '"key":"k1"' "$tmp/cons" && grep -q '"payload":"hello"' "$tmp/cons" || f
 kill -TERM "$pid"
 set +e; wait "$pid"; rc=$?; set -e; pid=""
 [[ $rc -eq 0 ]] || fail "exit code after SIGTERM is $rc, want 0"
+# the cluster's own handle has no brokers to connect to, by design: librdkafka's
+# CONFWARN about it says nothing to the user (issue 14)
+! grep -q CONFWARN "$tmp/err" || fail "librdkafka's CONFWARN shown: $(grep CONFWARN "$tmp/err")"
+# the same in a worker on the embedded cluster
+printf 'bootstrap.servers=embedded\noffset.storage.file.filename=%s/offsets.json\n' "$tmp" >"$tmp/w.properties"
+printf '{"name":"s","config":{"connector.class":"cdc-sink","topics":"t","sqlite.path":"%s/x.db"}}' "$tmp" >"$tmp/s.json"
+"$CLI" run --worker "$tmp/w.properties" "$tmp/s.json" 2>"$tmp/err2" &
+pid=$!
+for _ in $(seq 1 100); do grep -q "task 0 started" "$tmp/err2" && break; sleep 0.1; done
+kill -TERM "$pid"; set +e; wait "$pid"; set -e; pid=""
+grep -q "task 0 started" "$tmp/err2" || fail "the worker on the embedded cluster did not start: $(tail -3 "$tmp/err2")"
+! grep -q CONFWARN "$tmp/err2" || fail "librdkafka's CONFWARN shown by the worker: $(grep CONFWARN "$tmp/err2")"
 echo "1 passed, 0 failed"

@@ -401,6 +401,181 @@ static void test_reader_long_lines(void **state) {
     cf_msg_destroy(m);
 }
 
+/* ---- going on with a record file of earlier runs (cf_recordfile_writer_open_resume) ---- */
+
+static void tmp_path(char *path, size_t cap, const char *tag) {
+    snprintf(path, cap, "%s/cf_test_resume_%s_%d.jsonl", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", tag,
+             (int)getpid());
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *buf = malloc(1 << 16);
+    *len = fread(buf, 1, (1 << 16) - 1, f);
+    buf[*len] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void spit(const char *path, const char *bytes, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, len, f), len);
+    fclose(f);
+}
+
+static void write_n(cf_recordfile_writer *w, int from, int n) {
+    cf_msg *m = cf_msg_new();
+    cf_msg_set_topic(m, "t");
+    cf_err err;
+    for (int i = from; i < from + n; i++) {
+        char v[16];
+        snprintf(v, sizeof v, "v%d", i);
+        cf_msg_set_value(m, v, strlen(v));
+        assert_int_equal(cf_recordfile_write(w, m, &err), CF_OK);
+    }
+    cf_msg_destroy(m);
+}
+
+/* every line of the file parses; returns how many there are */
+static int count_records(const char *path) {
+    cf_recordfile_reader *r;
+    cf_err err;
+    assert_int_equal(cf_recordfile_reader_open(path, &r, &err), CF_OK);
+    cf_msg *m = cf_msg_new();
+    int n = 0;
+    cf_code rc;
+    while ((rc = cf_recordfile_read(r, m, &err)) == CF_OK) {
+        char v[16];
+        snprintf(v, sizeof v, "v%d", n);
+        assert_int_equal(m->value_len, strlen(v));
+        assert_memory_equal(m->value, v, m->value_len);
+        n++;
+    }
+    assert_int_equal(rc, CF_ERR_EOF);
+    cf_msg_destroy(m);
+    cf_recordfile_reader_close(r);
+    return n;
+}
+
+/* a restart appends to what the earlier run wrote: nothing is lost */
+static void test_resume_appends(void **state) {
+    (void)state;
+    char path[256];
+    tmp_path(path, sizeof path, "append");
+    unlink(path);
+    cf_recordfile_writer *w;
+    cf_recordfile_resume ri;
+    cf_err err;
+    assert_int_equal(cf_recordfile_writer_open_resume(path, &w, &ri, &err), CF_OK);
+    assert_int_equal(ri.size, 0);
+    assert_int_equal(ri.cut_bytes, 0);
+    write_n(w, 0, 3);
+    assert_int_equal(cf_recordfile_writer_close(w, &err), CF_OK);
+    size_t len;
+    free(slurp(path, &len));
+    assert_int_equal(cf_recordfile_writer_open_resume(path, &w, &ri, &err), CF_OK);
+    assert_int_equal(ri.size, len);
+    assert_int_equal(ri.cut_bytes, 0);
+    write_n(w, 3, 2);
+    assert_int_equal(cf_recordfile_writer_close(w, &err), CF_OK);
+    assert_int_equal(count_records(path), 5);
+    unlink(path);
+}
+
+/* a kill -9 leaves a torn last line: it is cut, the new lines follow the
+ * last whole record */
+static void test_resume_cuts_torn_line(void **state) {
+    (void)state;
+    char path[256];
+    tmp_path(path, sizeof path, "torn");
+    cf_recordfile_writer *w;
+    cf_recordfile_resume ri;
+    cf_err err;
+    assert_int_equal(cf_recordfile_writer_open(path, false, &w, &err), CF_OK);
+    write_n(w, 0, 2);
+    assert_int_equal(cf_recordfile_writer_close(w, &err), CF_OK);
+    size_t whole;
+    char *kept = slurp(path, &whole);
+    FILE *f = fopen(path, "ab");
+    fputs("{\"topic\":\"t\",\"partition\":-1,\"offs", f);
+    fclose(f);
+    assert_int_equal(cf_recordfile_writer_open_resume(path, &w, &ri, &err), CF_OK);
+    assert_int_equal(ri.size, whole);
+    assert_int_equal(ri.cut_offset, whole);
+    assert_int_equal(ri.cut_bytes, strlen("{\"topic\":\"t\",\"partition\":-1,\"offs"));
+    write_n(w, 2, 1);
+    assert_int_equal(cf_recordfile_writer_close(w, &err), CF_OK);
+    assert_int_equal(count_records(path), 3);
+    size_t len;
+    char *now = slurp(path, &len);
+    assert_memory_equal(now, kept, whole); /* the earlier lines byte for byte */
+    free(now), free(kept);
+
+    /* only a torn line (the first write was cut): cut to nothing */
+    spit(path, "{\"topic\":\"t\",\"par", 17);
+    assert_int_equal(cf_recordfile_writer_open_resume(path, &w, &ri, &err), CF_OK);
+    assert_int_equal(ri.size, 0);
+    assert_int_equal(ri.cut_bytes, 17);
+    write_n(w, 0, 1);
+    assert_int_equal(cf_recordfile_writer_close(w, &err), CF_OK);
+    assert_int_equal(count_records(path), 1);
+
+    /* NUL bytes after the last line (a power loss) are cut too */
+    size_t l1;
+    char *one = slurp(path, &l1);
+    char buf[256];
+    memcpy(buf, one, l1);
+    memset(buf + l1, 0, 9);
+    spit(path, buf, l1 + 9);
+    free(one);
+    assert_int_equal(cf_recordfile_writer_open_resume(path, &w, &ri, &err), CF_OK);
+    assert_int_equal(ri.cut_bytes, 9);
+    write_n(w, 1, 1);
+    assert_int_equal(cf_recordfile_writer_close(w, &err), CF_OK);
+    assert_int_equal(count_records(path), 2);
+
+    /* a whole record that only lacks its newline (kcat's last line) is kept */
+    spit(path, "{\"payload\":\"v0\"}", 16);
+    assert_int_equal(cf_recordfile_writer_open_resume(path, &w, &ri, &err), CF_OK);
+    assert_int_equal(ri.cut_bytes, 0);
+    assert_int_equal(ri.size, 17);
+    write_n(w, 1, 1);
+    assert_int_equal(cf_recordfile_writer_close(w, &err), CF_OK);
+    assert_int_equal(count_records(path), 2);
+    unlink(path);
+}
+
+/* a file that is not a record file is refused and left as it was */
+static void test_resume_refuses_other_files(void **state) {
+    (void)state;
+    char path[256];
+    tmp_path(path, sizeof path, "refuse");
+    const char *cases[] = {
+        "id,name\n1,a\n",                                  /* a CSV file */
+        "{\"payload\":\"v0\"}\nnot a record at all",       /* a tail that is no record */
+        "{\"payload\":\"v0\"}\n{\"topic\":\"t\",\"bad\":1}\n", /* a damaged last line */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        spit(path, cases[i], strlen(cases[i]));
+        cf_recordfile_writer *w = NULL;
+        cf_err err;
+        assert_int_equal(cf_recordfile_writer_open_resume(path, &w, NULL, &err), CF_ERR_CORRUPT);
+        assert_null(w);
+        assert_non_null(strstr(err.message, "refusing to append"));
+        assert_non_null(strstr(err.where, path));
+        assert_non_null(strstr(err.where, "byte offset"));
+        assert_true(err.hint[0] != 0);
+        size_t len;
+        char *now = slurp(path, &len);
+        assert_int_equal(len, strlen(cases[i]));
+        assert_memory_equal(now, cases[i], len);
+        free(now);
+    }
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_kcat_shape),
@@ -411,6 +586,9 @@ int main(void) {
         cmocka_unit_test(test_string_blocks),
         cmocka_unit_test(test_reader_writer_file),
         cmocka_unit_test(test_reader_long_lines),
+        cmocka_unit_test(test_resume_appends),
+        cmocka_unit_test(test_resume_cuts_torn_line),
+        cmocka_unit_test(test_resume_refuses_other_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

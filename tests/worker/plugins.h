@@ -145,7 +145,7 @@ static void src_stop(void *task) {
 static const char *const src_aliases[] = {"org.example.TestSource", NULL};
 static const cf_connector_plugin test_source = {
     "test-source", src_aliases, CF_CONNECTOR_SOURCE, "test source", "1.0", &src_table,
-    {.source = {src_start, src_poll, NULL, src_stop}},
+    {.source = {.start = src_start, .poll = src_poll, .stop = src_stop}},
 };
 
 static const cf_cfg_def sink_defs[] = {
@@ -245,7 +245,7 @@ static void sink_stop(void *task) {
 
 static const cf_connector_plugin test_sink = {
     "test-sink", NULL, CF_CONNECTOR_SINK, "test sink", "1.0", &sink_table,
-    {.sink = {sink_start, sink_put, sink_flush, sink_stop}},
+    {.sink = {.start = sink_start, .put = sink_put, .flush = sink_flush, .stop = sink_stop}},
 };
 
 static const cf_connector_plugin *const test_plugins[] = {&test_source, &test_sink, NULL};

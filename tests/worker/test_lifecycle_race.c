@@ -59,11 +59,11 @@ static void cnt_sink_stop(void *task) {
 
 static const cf_connector_plugin counted_source = {
     "test-source", NULL, CF_CONNECTOR_SOURCE, "test source (counted)", "1.0", &src_table,
-    {.source = {cnt_src_start, src_poll, NULL, cnt_src_stop}},
+    {.source = {.start = cnt_src_start, .poll = src_poll, .stop = cnt_src_stop}},
 };
 static const cf_connector_plugin counted_sink = {
     "test-sink", NULL, CF_CONNECTOR_SINK, "test sink (counted)", "1.0", &sink_table,
-    {.sink = {cnt_sink_start, sink_put, sink_flush, cnt_sink_stop}},
+    {.sink = {.start = cnt_sink_start, .put = sink_put, .flush = sink_flush, .stop = cnt_sink_stop}},
 };
 static const cf_connector_plugin *const counted_plugins[] = {&counted_source, &counted_sink, NULL};
 

@@ -50,7 +50,7 @@ static void src_stop(void *task) { free(task); }
 
 static const char *const ticker_aliases[] = {"org.example.Ticker", NULL};
 static const cf_connector_plugin ticker = {
-    "ticker", ticker_aliases, CF_CONNECTOR_SOURCE, "ticks", "2.0", NULL, {.source = {src_start, src_poll, NULL, src_stop}},
+    "ticker", ticker_aliases, CF_CONNECTOR_SOURCE, "ticks", "2.0", NULL, {.source = {.start = src_start, .poll = src_poll, .stop = src_stop}},
 };
 
 static cf_code sink_start(const cf_config *cfg, cf_sink_ctx *ctx, void **task, cf_err *err) {
@@ -68,7 +68,7 @@ static cf_code sink_flush(void *task, cf_err *err) {
 }
 static void sink_stop(void *task) { (void)task; }
 static const cf_connector_plugin nullsink = {
-    "null-sink", NULL, CF_CONNECTOR_SINK, "drops", "1.0", NULL, {.sink = {sink_start, sink_put, sink_flush, sink_stop}},
+    "null-sink", NULL, CF_CONNECTOR_SINK, "drops", "1.0", NULL, {.sink = {.start = sink_start, .put = sink_put, .flush = sink_flush, .stop = sink_stop}},
 };
 
 static const cf_connector_plugin *const plugins[] = {&ticker, &nullsink, NULL};
@@ -126,6 +126,17 @@ static void assert_error_body(resp *r, long code) {
     assert_true(json_is_string(json_object_get(r->json, "message")));
 }
 
+/* a module's extra path (cf_worker_opts.routes) */
+static int extra_route(void *arg, cf_worker *wk, const char *method, const char *path, const char *body,
+                       size_t body_len, const char **ctype, cf_buf *out) {
+    (void)arg, (void)wk, (void)ctype;
+    if (strcmp(path, "/extra/none") == 0) return 0; /* not mine: 404 */
+    cf_buf_printf(out, "{\"method\":\"%s\",\"path\":\"%s\",\"body\":%zu}", method, path, body_len);
+    (void)body;
+    return strcmp(method, "PUT") == 0 ? 201 : 200;
+}
+static const cf_worker_route routes[] = {{"/extra/", extra_route, NULL}};
+
 static int setup(void **state) {
     (void)state;
     snprintf(tmpdir, sizeof tmpdir, "/tmp/cf_test_rest_XXXXXX");
@@ -137,7 +148,7 @@ static int setup(void **state) {
     cf_props_set(wp, "rest.port", "0");
     cf_props_set(wp, "rest.auth.token", token);
     cf_props_set(wp, "offset.flush.interval.ms", "100");
-    cf_worker_opts o = {.plugins = plugins, .rest = true};
+    cf_worker_opts o = {.plugins = plugins, .rest = true, .routes = routes, .n_routes = 1};
     cf_err err;
     assert_int_equal(cf_worker_new(wp, &o, &w, &err), CF_OK);
     cf_props_destroy(wp);
@@ -166,6 +177,23 @@ static void test_auth(void **state) {
     r = http("GET", "/", NULL, true);
     assert_int_equal(r.status, 200);
     assert_true(json_is_string(json_object_get(r.json, "version")));
+    resp_free(&r);
+}
+
+/* a module's extra paths: behind the token, answered by its handler, 404 when it declines */
+static void test_extra_routes(void **state) {
+    (void)state;
+    resp r = http("GET", "/extra/thing", NULL, false);
+    assert_error_body(&r, 401);
+    resp_free(&r);
+    r = http("PUT", "/extra/thing", "{\"a\":1}", true);
+    assert_int_equal(r.status, 201);
+    assert_string_equal(json_string_value(json_object_get(r.json, "method")), "PUT");
+    assert_string_equal(json_string_value(json_object_get(r.json, "path")), "/extra/thing");
+    assert_int_equal(json_integer_value(json_object_get(r.json, "body")), 7);
+    resp_free(&r);
+    r = http("GET", "/extra/none", NULL, true);
+    assert_error_body(&r, 404);
     resp_free(&r);
 }
 
@@ -341,6 +369,7 @@ int main(void) {
     curl_global_init(CURL_GLOBAL_ALL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_extra_routes),
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_https),
     };

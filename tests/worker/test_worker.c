@@ -207,7 +207,8 @@ static cf_code fb_write(void *st, const char *key, const char *value, cf_err *er
     return CF_OK;
 }
 
-static cf_code fb_sync(void *st, cf_err *err) {
+static cf_code fb_sync(void *st, int timeout_ms, cf_err *err) {
+    (void)timeout_ms;
     fake_backend *b = st;
     b->syncs++;
     if (b->put_during) { /* must not wait for this flush: the store's lock is not held */
@@ -430,11 +431,12 @@ static void test_dlq_headers(void **state) {
         {"__connect.errors.task.id", "1"},
         {"__connect.errors.stage", "VALUE_CONVERTER"},
         {"__connect.errors.class.name", "org.apache.kafka.connect.json.JsonConverter"},
-        {"__connect.errors.exception.class.name", "CF_ERR_SCHEMA"},
+        /* what Connect's JsonConverter throws for bad bytes */
+        {"__connect.errors.exception.class.name", "org.apache.kafka.connect.errors.DataException"},
         {"__connect.errors.exception.message",
          "Converting byte[] to Kafka Connect data failed: unexpected character at byte 0"},
     };
-    assert_int_equal(m->n_headers, 10);
+    assert_int_equal(m->n_headers, 11);
     for (size_t i = 0; i < sizeof expect / sizeof *expect; i++) {
         assert_string_equal(m->headers[i].key, expect[i][0]);
         assert_string_equal(m->headers[i].value, expect[i][1]);
@@ -442,6 +444,8 @@ static void test_dlq_headers(void **state) {
     assert_string_equal(m->headers[9].key, "__connect.errors.exception.stacktrace");
     assert_non_null(strstr(m->headers[9].value, "ERROR:"));
     assert_non_null(strstr(m->headers[9].value, "DETAIL:"));
+    assert_string_equal(m->headers[10].key, "__cdcflow.errors.code");
+    assert_string_equal(m->headers[10].value, "CF_ERR_SCHEMA");
     /* Connect's stage names */
     assert_string_equal(cf_stage_name(CF_STAGE_KEY_CONVERTER), "KEY_CONVERTER");
     assert_string_equal(cf_stage_name(CF_STAGE_TRANSFORMATION), "TRANSFORMATION");
@@ -558,6 +562,7 @@ static void test_shared_source_values(void **state) {
     for (int mode = 0; mode < 3; mode++) {
         seen_reset();
         unlink(tpath("offsets.json"));
+        unlink(tpath("recs.jsonl")); /* --output appends to a file of an earlier run */
         cf_props *wp = mode == 2 ? worker_props()
                                  : props_of("offset.storage.file.filename", tpath("offsets.json"), "value.converter",
                                             "string", "key.converter", "string", NULL);
@@ -629,6 +634,15 @@ static void test_direct_sink_reconfigured_while_fed(void **state) {
     (void)state;
     runner r;
     cf_worker *w = run_endless_direct(&r);
+    /* the source task must have started before "never failed" can be
+     * checked as RUNNING: under load its thread may start after the first
+     * update (seen in CI: UNASSIGNED at the first check) */
+    cf_state cs0 = CF_STATE_UNASSIGNED, st0 = CF_STATE_UNASSIGNED;
+    for (int i = 0; i < 10000 && st0 != CF_STATE_RUNNING; i++) {
+        assert_int_equal(cf_worker_connector_state(w, "src", &cs0, &st0, NULL), CF_OK);
+        if (st0 != CF_STATE_RUNNING) usleep(1000);
+    }
+    assert_int_equal(st0, CF_STATE_RUNNING);
     for (int i = 0; i < 100; i++) {
         cf_props *p = props_of("connector.class", "test-sink", "topics", "t1", NULL);
         cf_err err;
@@ -689,6 +703,101 @@ static void test_direct_stop_with_paused_sink(void **state) {
 }
 
 /* configuration errors are clear and name the problem */
+/* ---------------- the source hooks: commit() and the plugin's metrics ---------------- */
+
+/* "hook-source": test-source plus an on-commit callback and its own metrics family. */
+static struct {
+    pthread_mutex_t mu;
+    int64_t acked;    /* highest pos given to commit_record */
+    int64_t durable;  /* acked as of the last commit() */
+    int commits;
+    bool bad_commit;  /* a commit() while the offsets file held less than acked */
+    _Atomic int metric_calls;
+} hooks = {PTHREAD_MUTEX_INITIALIZER, -1, -1, 0, false, 0};
+
+static bool hook_metrics(void *arg, int family, const char *labels, bool with_help, cf_buf *out) {
+    (void)arg;
+    if (family > 0) return false;
+    hooks.metric_calls++;
+    if (with_help) cf_buf_append_str(out, "# HELP test_hook_metric a plugin's own metric\n# TYPE test_hook_metric gauge\n");
+    cf_buf_printf(out, "test_hook_metric{%s} 42\n", labels);
+    return true;
+}
+
+static void hook_commit(void *arg);
+
+static cf_code hook_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
+    cf_code rc = src_start(cfg, ctx, task, err);
+    if (!rc) {
+        cf_source_ctx_set_metrics(ctx, hook_metrics, *task);
+        cf_source_ctx_on_commit(ctx, hook_commit, *task);
+    }
+    return rc;
+}
+
+static void hook_commit_record(void *task, const cf_record *rec) {
+    (void)task;
+    const cf_value *pos = cf_value_map_get_str(rec->source_offset, "pos");
+    pthread_mutex_lock(&hooks.mu);
+    if (pos && pos->u.i > hooks.acked) hooks.acked = pos->u.i;
+    pthread_mutex_unlock(&hooks.mu);
+}
+
+static void hook_commit(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&hooks.mu);
+    if (stored_pos(tpath("offsets.json"), "src") < hooks.acked) hooks.bad_commit = true;
+    hooks.durable = hooks.acked;
+    hooks.commits++;
+    pthread_mutex_unlock(&hooks.mu);
+}
+
+static const cf_connector_plugin hook_source = {
+    "hook-source", NULL, CF_CONNECTOR_SOURCE, "test source with hooks", "1.0", &src_table,
+    {.source = {.start = hook_start, .poll = src_poll, .commit_record = hook_commit_record, .stop = src_stop}},
+};
+
+/* the on-commit callback comes after the offsets are in the file, and never before a
+ * record given to commit_record is stored; the plugin's metrics appear in
+ * the worker's Prometheus text while the task runs, and not after. */
+static void test_source_hooks(void **state) {
+    (void)state;
+    const cf_connector_plugin *plugins[] = {&hook_source, &test_sink, NULL};
+    cf_worker_opts o = {.plugins = plugins};
+    cf_worker *w = NULL;
+    cf_err err;
+    cf_props *wp = worker_props();
+    assert_cf_ok(cf_worker_new(wp, &o, &w, &err), &err);
+    cf_props_destroy(wp);
+    assert_cf_ok(cf_worker_start(w, &err), &err);
+    add_connector(w, props_of("name", "snk", "connector.class", "test-sink", "topics", "t1", NULL));
+    add_connector(w, props_of("name", "src", "connector.class", "hook-source", "test.endless", "true",
+                              "test.poll.delay.ms", "2", NULL));
+    runner r = {.w = w};
+    pthread_create(&r.th, NULL, run_thread, &r);
+    cf_buf m = CF_BUF_INIT;
+    for (int i = 0; i < 200 && !strstr(m.data ? m.data : "", "test_hook_metric{"); i++) {
+        usleep(10 * 1000);
+        cf_buf_reset(&m);
+        cf_worker_metrics_text(w, &m);
+    }
+    assert_non_null(strstr(m.data, "# TYPE test_hook_metric gauge\ntest_hook_metric{connector=\"src\",task=\"0\"} 42\n"));
+    usleep(300 * 1000); /* a few offset flushes (every 50 ms) */
+    cf_worker_stop(w);
+    pthread_join(r.th, NULL);
+    assert_int_equal(r.rc, CF_OK);
+    cf_buf_reset(&m);
+    cf_worker_metrics_text(w, &m);
+    assert_null(strstr(m.data, "test_hook_metric"));
+    cf_worker_destroy(w);
+    cf_buf_free(&m);
+    assert_true(hooks.commits >= 2);
+    assert_false(hooks.bad_commit);
+    assert_true(hooks.durable >= 0);
+    assert_int_equal(hooks.durable, hooks.acked); /* the last callback is at stop, after the last store */
+    assert_int_equal(stored_pos(tpath("offsets.json"), "src"), hooks.acked);
+}
+
 static void test_config_errors(void **state) {
     (void)state;
     cf_worker *w = new_worker(worker_props(), NULL, NULL);
@@ -778,6 +887,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_offset_store_backend, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_topic_without_sink, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct_stop_with_paused_sink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_hooks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,9 @@
  * Changes carrying Debezium's unavailable-value placeholder go one by one
  * (an UPDATE that leaves those columns alone); they are rare.
  *
+ * Positions (cf_sink_put_at): "_cdcflow_positions" in the tables' schema,
+ * written in the flush's transaction.
+ *
  * DDL (create, add columns, check the key) runs in its own transaction under
  * an advisory lock when mediateConcurrentSchemaUpdates is on, so several
  * tasks evolving one table never race.
@@ -38,6 +41,7 @@ typedef struct pg {
     const cf_sink_options *o;
     char *schema;
     unsigned gen; /* bumped on rollback: temporary tables may be gone */
+    bool state_ready; /* "_cdc_cassandra_state" exists */
 } pg;
 
 typedef struct pg_tbl {
@@ -139,6 +143,8 @@ static bool udt_ok(const char *have, cf_col_type t) {
     return false;
 }
 
+static void pgt_close(void *state);
+
 static cf_code pgt_open(const cf_sink_options *o, void **state, cf_err *err) {
     const char *ci = o->pg_conninfo && *o->pg_conninfo ? o->pg_conninfo : "";
     if (strncmp(ci, "jdbc:", 5) == 0) ci += 5; /* Debezium JDBC sink's connection.url */
@@ -164,6 +170,26 @@ static cf_code pgt_open(const cf_sink_options *o, void **state, cf_err *err) {
     q->schema = cf_xstrdup(o->pg_schema && *o->pg_schema ? o->pg_schema : "public");
     PGresult *r = PQexec(c, "SET client_min_messages = warning");
     PQclear(r);
+    if (o->consumer) {
+        /* concurrent CREATE TABLE IF NOT EXISTS can fail on PostgreSQL's
+         * catalog (a unique violation): under the DDL lock, as ensure_table */
+        cf_buf b = CF_BUF_INIT;
+        cf_buf_append_str(&b, "CREATE TABLE IF NOT EXISTS ");
+        qtab(&b, q, "_cdcflow_positions", "");
+        cf_buf_append_str(&b, " (consumer text NOT NULL, stream text NOT NULL, \"partition\" integer NOT NULL, "
+                              "next_offset bigint NOT NULL, source_offset text, PRIMARY KEY (consumer, stream, "
+                              "\"partition\"))");
+        cf_code rc = run(q, "BEGIN", err);
+        if (!rc) rc = run(q, "SELECT pg_advisory_xact_lock(hashtext('cdcflow-sink-ddl'))", err);
+        if (!rc) rc = run(q, b.data, err);
+        if (!rc) rc = run(q, "COMMIT", err);
+        else PQclear(PQexec(c, "ROLLBACK"));
+        cf_buf_free(&b);
+        if (rc) {
+            pgt_close(q);
+            return rc;
+        }
+    }
     *state = q;
     return CF_OK;
 }
@@ -695,6 +721,7 @@ static void pgt_rollback(void *state) {
     pg *q = state;
     PQclear(PQexec(q->c, "ROLLBACK"));
     q->gen++;
+    q->state_ready = false; /* made in the rolled-back transaction, perhaps */
 }
 
 static cf_code pgt_purge(void *state, cf_sink_table *t, int64_t older_than, cf_err *err) {
@@ -878,6 +905,184 @@ static cf_code pgt_apply_staged(void *state, cf_sink_table *t, size_t *applied, 
     return rc;
 }
 
+/* The row's sequence number, else its tombstone's: for a delete without a
+ * usable sequence field (rare), one query per table with the key as text
+ * parameters. Outside the flush's transaction; a missing table is "not
+ * found" (it is checked first, so no error aborts a transaction). */
+static cf_code pgt_stored_seq(void *state, cf_sink_table *t, const cf_change *key, bool *found, cf_seq *seq,
+                              cf_err *err) {
+    pg *q = state;
+    *found = false;
+    if (t->n_key > 16) return CF_OK;
+    cf_buf vals[16];
+    const char *params[17];
+    for (size_t k = 0; k < t->n_key; k++) {
+        vals[k] = (cf_buf)CF_BUF_INIT;
+        cell_text(&vals[k], &key->cells[k], t->cols[k].type, false);
+        cf_buf_append_byte(&vals[k], 0);
+        params[k] = vals[k].data;
+    }
+    cf_code rc = CF_OK;
+    for (int pass = 0; pass < 2 && !*found && !rc; pass++) {
+        cf_buf b = CF_BUF_INIT;
+        qtab(&b, q, pass ? "_cdc_tombstones_" : "", t->name);
+        const char *rel[1] = {b.data};
+        PGresult *r = PQexecParams(q->c, "SELECT to_regclass($1) IS NOT NULL", 1, NULL, rel, NULL, NULL, 0);
+        bool exists = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) rc = pg_fail(q, r, err, "looking up a table", NULL);
+        else PQclear(r);
+        if (!exists || rc) {
+            cf_buf_free(&b);
+            continue;
+        }
+        cf_buf sql = CF_BUF_INIT;
+        cf_buf_append_str(&sql, "SELECT \"" SEQ_COL "\" FROM ");
+        cf_buf_append(&sql, b.data, b.len);
+        cf_buf_append_str(&sql, " WHERE ");
+        for (size_t k = 0; k < t->n_key; k++) {
+            if (k) cf_buf_append_str(&sql, " AND ");
+            qid(&sql, t->cols[k].name);
+            cf_buf_printf(&sql, " = $%zu::%s", k + 1, pgtype(t->cols[k].type));
+        }
+        r = PQexecParams(q->c, sql.data, (int)t->n_key, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            rc = pg_fail(q, r, err, "reading a stored sequence number", sql.data);
+        } else {
+            if (PQntuples(r) == 1) {
+                rc = cf_seq_parse(PQgetvalue(r, 0, 0), seq, err);
+                *found = rc == CF_OK;
+            }
+            PQclear(r);
+        }
+        cf_buf_free(&sql);
+        cf_buf_free(&b);
+    }
+    for (size_t k = 0; k < t->n_key; k++) cf_buf_free(&vals[k]);
+    return rc;
+}
+
+/* ---------------- positions ---------------- */
+
+static cf_code pgt_save_positions(void *state, const char *consumer, const cf_sink_stored_position *p, size_t n,
+                                  cf_err *err) {
+    pg *q = state;
+    cf_buf b = CF_BUF_INIT;
+    cf_buf_append_str(&b, "INSERT INTO ");
+    qtab(&b, q, "_cdcflow_positions", "");
+    cf_buf_append_str(&b, " VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, stream, \"partition\") DO UPDATE SET "
+                          "next_offset = EXCLUDED.next_offset, source_offset = EXCLUDED.source_offset");
+    cf_code rc = CF_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        char part[16], next[32];
+        snprintf(part, sizeof part, "%d", (int)p[i].partition);
+        snprintf(next, sizeof next, "%lld", (long long)p[i].next_offset);
+        const char *params[5] = {consumer, p[i].stream, part, next, p[i].source_offset};
+        PGresult *r = PQexecParams(q->c, b.data, 5, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) rc = pg_fail(q, r, err, "storing the input positions", b.data);
+        else PQclear(r);
+    }
+    cf_buf_free(&b);
+    return rc;
+}
+
+static cf_code pgt_load_positions(void *state, const char *consumer, cf_sink_stored_position **out, size_t *n,
+                                  cf_err *err) {
+    pg *q = state;
+    *out = NULL;
+    *n = 0;
+    cf_buf b = CF_BUF_INIT;
+    cf_buf_append_str(&b, "SELECT stream, \"partition\", next_offset, source_offset FROM ");
+    qtab(&b, q, "_cdcflow_positions", "");
+    cf_buf_append_str(&b, " WHERE consumer = $1 ORDER BY stream, \"partition\"");
+    const char *params[1] = {consumer};
+    PGresult *r = PQexecParams(q->c, b.data, 1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        cf_code rc = pg_fail(q, r, err, "reading the input positions", b.data);
+        cf_buf_free(&b);
+        return rc;
+    }
+    int k = PQntuples(r);
+    *out = cf_xcalloc(k ? (size_t)k : 1, sizeof **out);
+    for (int i = 0; i < k; i++)
+        (*out)[i] = (cf_sink_stored_position){cf_xstrdup(PQgetvalue(r, i, 0)), (int32_t)atol(PQgetvalue(r, i, 1)),
+                                              strtoll(PQgetvalue(r, i, 2), NULL, 10),
+                                              PQgetisnull(r, i, 3) ? NULL : cf_xstrdup(PQgetvalue(r, i, 3))};
+    *n = (size_t)k;
+    PQclear(r);
+    cf_buf_free(&b);
+    return CF_OK;
+}
+
+/* ---------------- Cassandra row state (src/sink/cassandra.c) ---------------- */
+
+/* The table is made outside the flush's transaction (the first read of a
+ * state comes before any write), under the DDL lock as ensure_table. */
+static cf_code state_table(pg *q, cf_err *err) {
+    if (q->state_ready) return CF_OK;
+    cf_buf b = CF_BUF_INIT;
+    cf_buf_append_str(&b, "CREATE TABLE IF NOT EXISTS ");
+    qtab(&b, q, "_cdc_cassandra_state", "");
+    cf_buf_append_str(&b, " (table_name text NOT NULL, partition_key bytea NOT NULL, state bytea NOT NULL, "
+                          "PRIMARY KEY (table_name, partition_key))");
+    bool in_tx = PQtransactionStatus(q->c) == PQTRANS_INTRANS;
+    cf_code rc = in_tx ? CF_OK : run(q, "BEGIN", err);
+    if (!rc) rc = run(q, "SELECT pg_advisory_xact_lock(hashtext('cdcflow-sink-ddl'))", err);
+    if (!rc) rc = run(q, b.data, err);
+    if (!in_tx) {
+        if (!rc) rc = run(q, "COMMIT", err);
+        else PQclear(PQexec(q->c, "ROLLBACK"));
+    }
+    cf_buf_free(&b);
+    if (!rc) q->state_ready = true;
+    return rc;
+}
+
+static cf_code pgt_state_get(void *state, const char *space, const void *key, size_t klen, cf_buf *out, bool *found,
+                             cf_err *err) {
+    pg *q = state;
+    *found = false;
+    cf_code rc = state_table(q, err);
+    if (rc) return rc;
+    cf_buf b = CF_BUF_INIT;
+    cf_buf_append_str(&b, "SELECT state FROM ");
+    qtab(&b, q, "_cdc_cassandra_state", "");
+    cf_buf_append_str(&b, " WHERE table_name = $1 AND partition_key = $2");
+    const char *params[2] = {space, klen ? key : ""};
+    int lens[2] = {0, (int)klen}, fmts[2] = {0, 1};
+    PGresult *r = PQexecParams(q->c, b.data, 2, NULL, params, lens, fmts, 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = pg_fail(q, r, err, "reading the Cassandra row state", b.data);
+        cf_buf_free(&b);
+        return rc;
+    }
+    if (PQntuples(r) > 0) {
+        cf_buf_append(out, PQgetvalue(r, 0, 0), (size_t)PQgetlength(r, 0, 0));
+        *found = true;
+    }
+    PQclear(r);
+    cf_buf_free(&b);
+    return CF_OK;
+}
+
+static cf_code pgt_state_put(void *state, const char *space, const void *key, size_t klen, const void *val,
+                             size_t vlen, cf_err *err) {
+    pg *q = state;
+    cf_code rc = state_table(q, err);
+    if (rc) return rc;
+    cf_buf b = CF_BUF_INIT;
+    cf_buf_append_str(&b, "INSERT INTO ");
+    qtab(&b, q, "_cdc_cassandra_state", "");
+    cf_buf_append_str(&b, " VALUES ($1, $2, $3) ON CONFLICT (table_name, partition_key) DO UPDATE SET state = "
+                          "EXCLUDED.state");
+    const char *params[3] = {space, klen ? key : "", vlen ? val : ""};
+    int lens[3] = {0, (int)klen, (int)vlen}, fmts[3] = {0, 1, 1};
+    PGresult *r = PQexecParams(q->c, b.data, 3, NULL, params, lens, fmts, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) rc = pg_fail(q, r, err, "storing the Cassandra row state", b.data);
+    else PQclear(r);
+    cf_buf_free(&b);
+    return rc;
+}
+
 const cf_sink_target cf_sink_target_postgres = {
     .name = "postgres",
     .open = pgt_open,
@@ -891,4 +1096,9 @@ const cf_sink_target cf_sink_target_postgres = {
     .rollback = pgt_rollback,
     .free_table_state = pgt_free_table_state,
     .close = pgt_close,
+    .save_positions = pgt_save_positions,
+    .load_positions = pgt_load_positions,
+    .stored_seq = pgt_stored_seq,
+    .state_get = pgt_state_get,
+    .state_put = pgt_state_put,
 };

@@ -13,6 +13,9 @@
  * then on, and the tombstone expires with the retention; this keeps an
  * upsert at one statement.
  *
+ * Positions (cf_sink_put_at): "_cdcflow_positions", written in the flush's
+ * transaction; synchronous=FULL so a commit is durable when it returns.
+ *
  * Concurrent tasks on one file: every connection sets a busy timeout, DDL
  * runs in BEGIN IMMEDIATE (mediateConcurrentSchemaUpdates) so "look at the
  * table, then alter it" is atomic across tasks.
@@ -33,6 +36,8 @@
 typedef struct sq {
     sqlite3 *db;
     const cf_sink_options *o;
+    sqlite3_stmt *pos_put; /* positions: insert or replace (prepared once) */
+    sqlite3_stmt *st_get, *st_put; /* Cassandra row state (prepared on first use) */
 } sq;
 
 typedef struct sq_tbl {
@@ -140,11 +145,22 @@ static cf_code sq_open(const cf_sink_options *o, void **state, cf_err *err) {
     }
     sqlite3_busy_timeout(q->db, 30000);
     cf_code rc = set_wal(q, err);
-    if (!rc) rc = exec(q, "PRAGMA synchronous=NORMAL;", err);
+    /* FULL: a commit is on disk (the WAL synced) before it returns. With
+     * NORMAL a power loss could take back transactions whose input positions
+     * the worker had already committed elsewhere (Kafka offsets, source
+     * offsets): rows lost. The positions kept in the same transaction make
+     * the table exact either way; FULL keeps what was acknowledged. */
+    if (!rc) rc = exec(q, "PRAGMA synchronous=FULL;", err);
     if (!rc)
         rc = exec(q,
                   "CREATE TABLE IF NOT EXISTS \"_cdc_tables\" (\"table_name\" TEXT PRIMARY KEY, \"topic\" TEXT, "
                   "\"seq_sections\" INTEGER NOT NULL, \"key_columns\" TEXT NOT NULL)",
+                  err);
+    if (!rc && o->consumer)
+        rc = exec(q,
+                  "CREATE TABLE IF NOT EXISTS \"_cdcflow_positions\" (\"consumer\" TEXT NOT NULL, \"stream\" TEXT "
+                  "NOT NULL, \"partition\" INTEGER NOT NULL, \"next_offset\" INTEGER NOT NULL, \"source_offset\" TEXT, "
+                  "PRIMARY KEY (\"consumer\", \"stream\", \"partition\"))",
                   err);
     if (rc) {
         sqlite3_close(q->db);
@@ -177,6 +193,9 @@ static void sq_free_table_state(void *state, cf_sink_table *t) {
 
 static void sq_close(void *state) {
     sq *q = state;
+    sqlite3_finalize(q->pos_put);
+    sqlite3_finalize(q->st_get);
+    sqlite3_finalize(q->st_put);
     sqlite3_close(q->db);
     free(q);
 }
@@ -842,6 +861,157 @@ static cf_code sq_apply_staged(void *state, cf_sink_table *t, size_t *applied, c
     return rc;
 }
 
+/* The row's sequence number, else its tombstone's (rare: a delete without a
+ * usable sequence field), so a statement made per call. */
+static cf_code sq_stored_seq(void *state, cf_sink_table *t, const cf_change *key, bool *found, cf_seq *seq,
+                             cf_err *err) {
+    sq *q = state;
+    *found = false;
+    for (int pass = 0; pass < 2 && !*found; pass++) {
+        cf_buf b = CF_BUF_INIT;
+        cf_buf_append_str(&b, "SELECT \"" SEQ_COL "\" FROM ");
+        qid2(&b, pass ? "_cdc_tombstones_" : "", t->name, "");
+        cf_buf_append_str(&b, " WHERE ");
+        for (size_t k = 0; k < t->n_key; k++) {
+            if (k) cf_buf_append_str(&b, " AND ");
+            qid(&b, t->cols[k].name);
+            cf_buf_printf(&b, " = ?%zu", k + 1);
+        }
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(q->db, b.data, -1, &st, NULL) != SQLITE_OK) { /* no such table yet */
+            cf_buf_free(&b);
+            return CF_OK;
+        }
+        for (size_t k = 0; k < t->n_key; k++) bind_cell(st, (int)k + 1, &key->cells[k]);
+        int r = sqlite3_step(st);
+        cf_code rc = CF_OK;
+        if (r == SQLITE_ROW) {
+            const char *text = (const char *)sqlite3_column_text(st, 0);
+            rc = cf_seq_parse(text ? text : "", seq, err);
+            *found = rc == CF_OK;
+        } else if (r != SQLITE_DONE) {
+            rc = db_err(q, err, "reading a stored sequence number", b.data);
+        }
+        sqlite3_finalize(st);
+        cf_buf_free(&b);
+        if (rc) return rc;
+    }
+    return CF_OK;
+}
+
+/* ---------------- positions ---------------- */
+
+static cf_code sq_save_positions(void *state, const char *consumer, const cf_sink_stored_position *p, size_t n,
+                                 cf_err *err) {
+    sq *q = state;
+    const char *sql = "INSERT INTO \"_cdcflow_positions\" VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO UPDATE SET "
+                      "\"next_offset\" = excluded.\"next_offset\", \"source_offset\" = excluded.\"source_offset\"";
+    if (!q->pos_put && sqlite3_prepare_v2(q->db, sql, -1, &q->pos_put, NULL) != SQLITE_OK)
+        return db_err(q, err, "preparing the positions statement", sql);
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *st = q->pos_put;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, consumer, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, p[i].stream, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 3, p[i].partition);
+        sqlite3_bind_int64(st, 4, p[i].next_offset);
+        if (p[i].source_offset) sqlite3_bind_text(st, 5, p[i].source_offset, -1, SQLITE_STATIC);
+        else sqlite3_bind_null(st, 5);
+        int r = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (r != SQLITE_DONE) return db_err(q, err, "storing the input positions", sql);
+    }
+    return CF_OK;
+}
+
+static cf_code sq_load_positions(void *state, const char *consumer, cf_sink_stored_position **out, size_t *n,
+                                 cf_err *err) {
+    sq *q = state;
+    *out = NULL;
+    *n = 0;
+    const char *sql = "SELECT \"stream\", \"partition\", \"next_offset\", \"source_offset\" FROM "
+                      "\"_cdcflow_positions\" WHERE \"consumer\" = ?1 ORDER BY \"stream\", \"partition\"";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(q, err, "reading the input positions", sql);
+    sqlite3_bind_text(st, 1, consumer, -1, SQLITE_STATIC);
+    size_t cap = 0;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) *out = cf_xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
+        const char *so = (const char *)sqlite3_column_text(st, 3);
+        (*out)[(*n)++] = (cf_sink_stored_position){cf_xstrdup((const char *)sqlite3_column_text(st, 0)),
+                                                   sqlite3_column_int(st, 1), sqlite3_column_int64(st, 2),
+                                                   so ? cf_xstrdup(so) : NULL};
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE) {
+        cf_sink_stored_positions_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return db_err(q, err, "reading the input positions", sql);
+    }
+    return CF_OK;
+}
+
+/* ---------------- Cassandra row state (src/sink/cassandra.c) ---------------- */
+
+static cf_code st_prepare(sq *q, cf_err *err) {
+    if (q->st_get) return CF_OK;
+    cf_code rc = exec(q,
+                      "CREATE TABLE IF NOT EXISTS \"_cdc_cassandra_state\" (\"table_name\" TEXT NOT NULL, "
+                      "\"partition_key\" BLOB NOT NULL, \"state\" BLOB NOT NULL, PRIMARY KEY (\"table_name\", "
+                      "\"partition_key\"))",
+                      err);
+    if (rc) return rc;
+    const char *g = "SELECT \"state\" FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
+                    "\"partition_key\" = ?2";
+    const char *p = "INSERT INTO \"_cdc_cassandra_state\" VALUES (?1, ?2, ?3) ON CONFLICT DO UPDATE SET "
+                    "\"state\" = excluded.\"state\"";
+    if (sqlite3_prepare_v2(q->db, g, -1, &q->st_get, NULL) != SQLITE_OK)
+        return db_err(q, err, "preparing the Cassandra state statement", g);
+    if (sqlite3_prepare_v2(q->db, p, -1, &q->st_put, NULL) != SQLITE_OK)
+        return db_err(q, err, "preparing the Cassandra state statement", p);
+    return CF_OK;
+}
+
+static cf_code sq_state_get(void *state, const char *space, const void *key, size_t klen, cf_buf *out, bool *found,
+                            cf_err *err) {
+    sq *q = state;
+    *found = false;
+    cf_code rc = st_prepare(q, err);
+    if (rc) return rc;
+    sqlite3_stmt *st = q->st_get;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        cf_buf_append(out, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
+        *found = true;
+        r = sqlite3_step(st);
+    }
+    sqlite3_reset(st);
+    if (r != SQLITE_DONE) return db_err(q, err, "reading the Cassandra row state", NULL);
+    return CF_OK;
+}
+
+static cf_code sq_state_put(void *state, const char *space, const void *key, size_t klen, const void *val,
+                            size_t vlen, cf_err *err) {
+    sq *q = state;
+    cf_code rc = st_prepare(q, err);
+    if (rc) return rc;
+    sqlite3_stmt *st = q->st_put;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 3, vlen ? val : "", (int)vlen, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (r != SQLITE_DONE) return db_err(q, err, "storing the Cassandra row state", NULL);
+    return CF_OK;
+}
+
 const cf_sink_target cf_sink_target_sqlite = {
     .name = "sqlite",
     .open = sq_open,
@@ -855,4 +1025,9 @@ const cf_sink_target cf_sink_target_sqlite = {
     .rollback = sq_rollback,
     .free_table_state = sq_free_table_state,
     .close = sq_close,
+    .save_positions = sq_save_positions,
+    .load_positions = sq_load_positions,
+    .stored_seq = sq_stored_seq,
+    .state_get = sq_state_get,
+    .state_put = sq_state_put,
 };

@@ -32,7 +32,8 @@
 typedef struct files_src {
     char *root;
     int64_t min_age_ms;
-    int ino; /* inotify fd or -1 */
+    int ino;        /* inotify fd or -1 */
+    bool held_back; /* the last listing stopped before a file too young */
 } files_src;
 
 typedef struct path_list {
@@ -99,6 +100,7 @@ static cf_code files_list(void *self, const char *after, size_t max, cf_native_i
     *n = 0;
     int64_t now = wall_ms();
     size_t i = 0;
+    s->held_back = false;
     for (; i < pl.n && *n < max; i++) {
         if (after && strcmp(pl.v[i], after) <= 0) continue;
         cf_buf abs = CF_BUF_INIT;
@@ -108,7 +110,10 @@ static cf_code files_list(void *self, const char *after, size_t max, cf_native_i
         cf_buf_free(&abs);
         if (ok != 0) continue; /* deleted since the walk */
         int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
-        if (s->min_age_ms > 0 && now - mtime < s->min_age_ms) break; /* still being written: stop here, keep order */
+        if (s->min_age_ms > 0 && now - mtime < s->min_age_ms) { /* still being written: stop here, keep order */
+            s->held_back = true;
+            break;
+        }
         (*items)[*n].key = pl.v[i];
         (*items)[*n].size = (int64_t)st.st_size;
         (*items)[*n].mtime_ms = mtime;
@@ -152,6 +157,8 @@ static bool files_wait(void *self, int timeout_ms) {
     return false;
 }
 
+static bool files_held_back(void *self) { return ((files_src *)self)->held_back; }
+
 static void files_destroy(void *self) {
     files_src *s = self;
     if (s->ino >= 0) close(s->ino);
@@ -166,6 +173,7 @@ static const cf_native_ops files_ops = {
     .partition_map = files_partition_map,
     .wait_for_change = files_wait,
     .destroy = files_destroy,
+    .held_back = files_held_back,
 };
 
 /* Without inotify: no change notices, so the task lists the tree from the
@@ -176,6 +184,7 @@ static const cf_native_ops files_ops_listing = {
     .open = files_open,
     .partition_map = files_partition_map,
     .destroy = files_destroy,
+    .held_back = files_held_back,
 };
 
 static cf_code files_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
@@ -232,5 +241,5 @@ const cf_connector_plugin cf_files_source_plugin = {
     .description = "Files in a directory tree (CSV, JSON lines, bytes; gzip, snappy, zstd) to records",
     .version = "0.1.0",
     .config = &cf_files_source_table,
-    .u.source = {files_start, cf_source_task_poll, NULL, cf_source_task_stop},
+    .u.source = {.start = files_start, .poll = cf_source_task_poll, .stop = cf_source_task_stop},
 };

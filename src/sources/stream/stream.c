@@ -305,5 +305,5 @@ const cf_connector_plugin cf_stream_source_plugin = {
     .description = "Keyless lines (stdin, FIFO, TCP on loopback) to records keyed by monotonic ULIDs",
     .version = "0.1.0",
     .config = &cf_stream_source_table,
-    .u.source = {stream_start, stream_poll, NULL, stream_stop},
+    .u.source = {.start = stream_start, .poll = stream_poll, .stop = stream_stop, .no_replay = true},
 };
