@@ -661,40 +661,27 @@ static bool same_value(const cf_cass_bytes *a, const cf_cass_bytes *b) {
     return a->len == b->len && memcmp(a->p, b->p, a->len) == 0;
 }
 
-/* The range (start, end) of a range tombstone as ANDed predicates: equal
- * leading values as EQ, then the first differing column bounded by each
- * side (clustering order reversed for DESC columns). Bounds that differ in
- * more than one column (multi-column slices) cannot be written so. */
-static cf_code range_event(bctx *b, const cf_cass_row *s, const cf_cass_row *e, const cf_cass_deletion *del) {
-    size_t c = 0;
-    while (c < s->n_clustering && c < e->n_clustering && same_value(&s->clustering[c], &e->clustering[c])) c++;
-    size_t srest = s->n_clustering - c, erest = e->n_clustering - c;
-    bool sinc = bound_inclusive(s->bound, true), einc = bound_inclusive(e->bound, false);
-    if (srest > 1 || erest > 1 || (srest == 0 && erest == 0 && c > 0 && !(sinc && einc))) {
-        cf_err_set(b->err, CF_ERR_UNSUPPORTED,
-                   "range deletion on %s.%s cannot be written as range predicates on single columns",
-                   b->t->pub.table->keyspace, b->t->pub.table->name);
-        cf_err_detail(b->err, "its bounds (%zu and %zu clustering values, %s and %s) differ in more than one column",
-                      s->n_clustering, e->n_clustering, cf_cass_bound_kind_name(s->bound),
-                      cf_cass_bound_kind_name(e->bound));
-        cf_err_hint(b->err, "Multi-column slice deletions ((a, b) >= (1, 2)) are not supported in change events; "
-                            "with errors.tolerance=all the event is reported and skipped.");
-        return CF_ERR_UNSUPPORTED;
-    }
+/* The predicate "in clustering order, after (lower) or before (upper) the
+ * value of bound r at column i", inclusive or not: for a DESC column the
+ * clustering order is the values' order reversed. */
+static cf_code add_bound(bctx *b, cf_value *arr, const cf_cass_row *r, size_t i, bool lower, bool incl) {
+    bool rev = b->t->cols[b->t->npk + i].reversed;
+    int op = lower != rev ? (incl ? PR_GTE : PR_GT) : (incl ? PR_LTE : PR_LT);
+    return add_pred(b, arr, r, i, op);
+}
+
+/* One range event: columns 0..neq-1 equal to eq's values, then at column
+ * neq an optional lower bound (lo) and an optional upper bound (hi). */
+static cf_code range_piece(bctx *b, const cf_cass_deletion *del, const cf_cass_row *eq, size_t neq,
+                           const cf_cass_row *lo, bool loinc, const cf_cass_row *hi, bool hiinc) {
     evb ev;
     evb_start(b, &ev, false);
     evb_ts(&ev, del->marked_at);
     cf_value *arr = cf_value_array();
     cf_code rc = CF_OK;
-    for (size_t i = 0; i < c && !rc; i++) rc = add_pred(b, arr, s, i, PR_EQ);
-    if (!rc && srest) {
-        bool rev = b->t->cols[b->t->npk + c].reversed;
-        rc = add_pred(b, arr, s, c, rev ? (sinc ? PR_LTE : PR_LT) : (sinc ? PR_GTE : PR_GT));
-    }
-    if (!rc && erest) {
-        bool rev = b->t->cols[b->t->npk + c].reversed;
-        rc = add_pred(b, arr, e, c, rev ? (einc ? PR_GTE : PR_GT) : (einc ? PR_LTE : PR_LT));
-    }
+    for (size_t i = 0; i < neq && !rc; i++) rc = add_pred(b, arr, eq, i, PR_EQ);
+    if (!rc && lo) rc = add_bound(b, arr, lo, neq, true, loinc);
+    if (!rc && hi) rc = add_bound(b, arr, hi, neq, false, hiinc);
     if (rc) {
         cf_value_destroy(arr);
         evb_free(&ev);
@@ -702,6 +689,45 @@ static cf_code range_event(bctx *b, const cf_cass_row *s, const cf_cass_row *e, 
     }
     evb_emit(b, &ev, CF_SC_OP_DELETE_RANGE, arr);
     return CF_OK;
+}
+
+/* The range (start, end) of a range tombstone as range events, each with
+ * ANDed single-column predicates (the form of the Sidecar CDC design).
+ * Bounds that differ in one column (DELETE ... WHERE c1 = 1 AND c2 > 'a')
+ * give one event: the common leading values as EQ, then the first column
+ * that differs bounded by each side. Bounds that differ in more columns
+ * (a multi-column slice, (c1, c2) >= (1, 'a'), or the pieces Cassandra
+ * makes when overlapping range deletions of one batch are merged, e.g.
+ * [(2), (3, 'b'))) are the union of such ranges, split at each column:
+ *   c1 = 2 AND c2 >= 'a'    (the rest of the start's first value)
+ *   c1 > 2 AND c1 < 3       (the values in between)
+ *   c1 = 3 AND c2 < 'b'     (the part of the end's first value)
+ * one event each, same timestamp; together they delete exactly the range. */
+static cf_code range_event(bctx *b, const cf_cass_row *s, const cf_cass_row *e, const cf_cass_deletion *del) {
+    size_t c = 0;
+    while (c < s->n_clustering && c < e->n_clustering && same_value(&s->clustering[c], &e->clustering[c])) c++;
+    size_t ns = s->n_clustering, ne = e->n_clustering;
+    bool sinc = bound_inclusive(s->bound, true), einc = bound_inclusive(e->bound, false);
+    if (ns == c && ne == c && c > 0 && !(sinc && einc)) {
+        /* equal bounds, one of them exclusive: an empty range Cassandra does not write */
+        cf_err_set(b->err, CF_ERR_UNSUPPORTED, "range deletion on %s.%s has equal bounds and is empty",
+                   b->t->pub.table->keyspace, b->t->pub.table->name);
+        cf_err_detail(b->err, "its bounds (%zu clustering values, %s and %s) are the same values",
+                      ns, cf_cass_bound_kind_name(s->bound), cf_cass_bound_kind_name(e->bound));
+        cf_err_hint(b->err, "This is not a range deletion Cassandra writes; check that the schema matches the "
+                            "segment. With errors.tolerance=all the event is reported and skipped.");
+        return CF_ERR_UNSUPPORTED;
+    }
+    cf_code rc = CF_OK;
+    /* the start's tail, deepest column first (clustering order) */
+    for (size_t j = ns; j-- > c + 1 && !rc;) rc = range_piece(b, del, s, j, s, j == ns - 1 ? sinc : false, NULL, false);
+    /* between: column c after the start's value and before the end's */
+    if (!rc)
+        rc = range_piece(b, del, s, c, ns > c ? s : NULL, ns == c + 1 ? sinc : false, ne > c ? e : NULL,
+                         ne == c + 1 ? einc : false);
+    /* the end's tail */
+    for (size_t j = c + 1; j < ne && !rc; j++) rc = range_piece(b, del, e, j, NULL, false, e, j == ne - 1 ? einc : false);
+    return rc;
 }
 
 cf_code cf_sc_events_build(cf_sc_events *ev, const cf_cass_update *u, const cf_sc_emitter *em, size_t *n,

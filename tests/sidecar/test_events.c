@@ -428,12 +428,85 @@ static void test_bad_values(void **state) {
     cf_sc_events_destroy(ev);
 }
 
+/* A range tombstone whose bounds differ in more than one clustering column:
+ * what Cassandra writes for a multi-column slice ((c1, c2) >= (2, 'x')) and
+ * for the pieces of overlapping range deletions merged in one batch (the
+ * live test's workload made [(2), (3, 'b')) on a table whose c2 is DESC).
+ * The events must together delete exactly the range, as single-column
+ * predicates (Cassandra's clustering order: c1 ASC, c2 DESC). */
+static void test_multi_column_range(void **state) {
+    (void)state;
+    static const char ddl[] = "CREATE KEYSPACE k WITH replication = {'class': 'SimpleStrategy', 'replication_factor': '1'};\n"
+                              "CREATE TABLE k.w (p int, c1 int, c2 text, v text, PRIMARY KEY (p, c1, c2))"
+                              " WITH CLUSTERING ORDER BY (c1 ASC, c2 DESC) AND cdc = true;\n";
+    cf_cass_schema *s = cf_cass_schema_new();
+    cf_err err;
+    assert_int_equal(cf_cass_ddl_parse(s, ddl, sizeof ddl - 1, "ddl", &err), CF_OK);
+    const cf_cass_table *tb = cf_cass_schema_table_by_name(s, "k", "w");
+    assert_non_null(tb);
+    static const uint8_t pk[4] = {0, 0, 0, 7}, two[4] = {0, 0, 0, 2}, three[4] = {0, 0, 0, 3};
+    static const struct {
+        int sb, eb;                      /* bound kinds */
+        const uint8_t *s1, *e1;          /* c1 of each bound */
+        const char *s2, *e2;             /* c2 of each bound, NULL = a one-value prefix */
+        const char *want;
+    } cases[] = {
+        /* [(2), (3, 'b')): c1 = 2 .. c1 = 3 before 'b' in DESC order (values above 'b') */
+        {CF_CASS_BK_INCL_START_BOUND, CF_CASS_BK_EXCL_END_BOUND, two, three, NULL, "b",
+         "c1 GTE 2,c1 LT 3|c1 EQ 3,c2 GT b"},
+        /* [(2, 'x'), (3)]: the start's tail is c2 at or after 'x' in DESC order (at or below) */
+        {CF_CASS_BK_INCL_START_BOUND, CF_CASS_BK_INCL_END_BOUND, two, three, "x", NULL,
+         "c1 EQ 2,c2 LTE x|c1 GT 2,c1 LTE 3"},
+        /* ((2, 'x'), (3, 'b')] */
+        {CF_CASS_BK_EXCL_START_BOUND, CF_CASS_BK_INCL_END_BOUND, two, three, "x", "b",
+         "c1 EQ 2,c2 LT x|c1 GT 2,c1 LT 3|c1 EQ 3,c2 GTE b"},
+        /* one column differs: one event, as before */
+        {CF_CASS_BK_INCL_START_BOUND, CF_CASS_BK_EXCL_END_BOUND, two, two, "x", "b", "c1 EQ 2,c2 LTE x,c2 GT b"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        cf_cass_bytes sv[2] = {{cases[k].s1, 4}, {(const uint8_t *)cases[k].s2, cases[k].s2 ? strlen(cases[k].s2) : 0}};
+        cf_cass_bytes evv[2] = {{cases[k].e1, 4}, {(const uint8_t *)cases[k].e2, cases[k].e2 ? strlen(cases[k].e2) : 0}};
+        cf_cass_row rows[2] = {{.kind = CF_CASS_RT_BOUND, .bound = cases[k].sb, .clustering = sv, .n_clustering = cases[k].s2 ? 2 : 1},
+                               {.kind = CF_CASS_RT_BOUND, .bound = cases[k].eb, .clustering = evv, .n_clustering = cases[k].e2 ? 2 : 1}};
+        rows[0].deletion = rows[1].deletion = (cf_cass_deletion){1000, 1};
+        cf_cass_update u = {.table = tb, .key = {pk, 4}, .partition_deletion = {CF_CASS_LIVE_TS, 0},
+                            .rows = rows, .n_rows = 2};
+        cf_sc_events_opts o = {.topic_format = "cdc.{keyspace}.{table}"};
+        cf_sc_events *ev = cf_sc_events_new(&o);
+        got g = {0};
+        cf_sc_emitter em = {new_rec, emit, &g};
+        if (cf_sc_events_build(ev, &u, &em, NULL, &err) != CF_OK) fail_msg("case %zu: %s (%s)", k, err.message, err.detail);
+        cf_buf t = CF_BUF_INIT;
+        cf_buf_append_str(&t, "");
+        for (size_t i = 0; i < g.n; i++) {
+            assert_int_equal(g.op[i], CF_SC_OP_DELETE_RANGE);
+            assert_int_equal(ts_of(g.r[i]), 1000);
+            const cf_value *arr = field(g.r[i]->value, "range");
+            if (i) cf_buf_append_str(&t, "|");
+            for (size_t j = 0; j < arr->u.arr.len; j++) {
+                const cf_value *pr = arr->u.arr.items[j];
+                const char *f = str_of(field(pr, "field"));
+                const cf_value *v = field(field(pr, "value"), f);
+                if (v->type == CF_STRING) cf_buf_printf(&t, "%s%s %s %s", j ? "," : "", f, str_of(field(pr, "rangePredicateType")), v->u.s.ptr);
+                else cf_buf_printf(&t, "%s%s %s %lld", j ? "," : "", f, str_of(field(pr, "rangePredicateType")), (long long)v->u.i);
+            }
+            cf_record_destroy(g.r[i]);
+        }
+        if (strcmp(t.data, cases[k].want)) fail_msg("case %zu: \"%s\", want \"%s\"", k, t.data, cases[k].want);
+        cf_buf_free(&t);
+        free(g.r), free(g.op);
+        cf_sc_events_destroy(ev);
+    }
+    cf_cass_schema_destroy(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_statements),
         cmocka_unit_test(test_schema_ids),
         cmocka_unit_test(test_converters),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_multi_column_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,7 +115,7 @@ until [[ $(marks) -eq 4 ]] || ((SECONDS - tw > 90)); do
   sleep 0.5
 done
 check "both targets applied the last change of each table ($(marks) of 4 markers, $((SECONDS - tw)) s after the workload)" \
-  "[[ \$(marks) -eq 4 ]] || { tail -5 '$T/sidecar.err' '$T/sink.err'; false; }"
+  "[[ \$(marks) -eq 4 ]] || { tail -n 5 '$T/sidecar.err' '$T/sink.err'; false; }"
 kill -TERM "$sk"; wait "$sk"; rc=$?; sk=
 check "the sinks stopped cleanly (exit $rc)" "[[ $rc -eq 0 ]] || { tail -5 '$T/sink.err'; false; }"
 kill -TERM "$sc"; wait "$sc"; rc=$?; sc=
