@@ -1217,18 +1217,27 @@ static cf_code load_topic(struct cf_worker *w, cf_offset_store *s, const char *t
     for (int i = 0; i < np; i++) {
         int64_t lo = 0;
         /* a topic just created may not have a leader yet: retry a while */
+        /* ... or a broker restarting under us: its partitions leave
+         * librdkafka's metadata for a moment ("Local: Unknown partition");
+         * a worker started then would exit (crash test with a restart) */
         for (int backoff = 200, tries = 0; tries < 12; tries++, backoff = backoff < 5000 ? backoff * 2 : backoff) {
             e = rd_kafka_query_watermark_offsets(rk, topic, i, &lo, &hi[i], 10000);
             if (e != RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION && e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
                 e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART && e != RD_KAFKA_RESP_ERR__TIMED_OUT &&
-                e != RD_KAFKA_RESP_ERR__TRANSPORT)
+                e != RD_KAFKA_RESP_ERR__TRANSPORT && e != RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION &&
+                e != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC && e != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
                 break;
-            CF_DEBUG(COMP, "offsets topic %s partition %d: %s; retrying", topic, i, rd_kafka_err2str(e));
+            if (tries == 1)
+                CF_WARN(COMP, "offsets topic %s partition %d: %s; retrying for up to a minute", topic, i,
+                        rd_kafka_err2str(e));
+            else CF_DEBUG(COMP, "offsets topic %s partition %d: %s; retrying", topic, i, rd_kafka_err2str(e));
             rd_kafka_poll(rk, backoff);
         }
         if (e) {
             rc = cf_err_set(err, CF_ERR_TRANSPORT, "cannot read the end of offsets topic %s partition %d", topic, i);
             cf_err_detail(err, "%s", rd_kafka_err2str(e));
+            cf_err_hint(err, "Check that the broker is up and that the topic's partitions have a leader; the worker "
+                             "stops rather than start without its offsets.");
             break;
         }
         if (hi[i] > lo) {
@@ -1258,7 +1267,7 @@ static cf_code load_topic(struct cf_worker *w, cf_offset_store *s, const char *t
         }
         if (remaining) rc = cf_err_set(err, CF_ERR_TRANSPORT, "timed out reading the offsets topic %s", topic);
     }
-    CF_INFO(COMP, "read %zu offsets entries from topic %s (%d partitions)", loaded, topic, np);
+    if (!rc) CF_INFO(COMP, "read %zu offsets entries from topic %s (%d partitions)", loaded, topic, np);
     free(hi);
     rd_kafka_topic_partition_list_destroy(assign);
     rd_kafka_metadata_destroy(md);

@@ -134,10 +134,19 @@ def stop(proc, what):
         sys.exit(f"{what}: exit {rc}")
 
 
+LOG_TAIL = []  # the processes' log, whose last lines a timeout prints
+
+
 def wait_until(cond, timeout=300, what="completion"):
     t0 = time.time()
     while not cond():
         if time.time() - t0 > timeout:
+            for path in LOG_TAIL:
+                try:
+                    with open(path, errors="replace") as f:
+                        print("--- last lines of " + path + "\n" + "".join(f.readlines()[-25:]), flush=True)
+                except OSError:
+                    pass
             sys.exit(f"timed out waiting for {what}")
         time.sleep(0.2)
 
@@ -179,6 +188,7 @@ def run_transport(kind, w):
     write(os.path.join(w, "src.json"), connector(f"src_{run_id}", src_cfg))
     write(os.path.join(w, "sink.json"), connector(f"sink_{run_id}", sink_cfg))
     log = open(os.path.join(w, "log"), "ab")
+    LOG_TAIL[:] = [os.path.join(w, "log")]
     src, sink = os.path.join(w, "src.json"), os.path.join(w, "sink.json")
     wp = os.path.join(w, "worker.properties")
     out = os.path.join(w, "records.jsonl")
