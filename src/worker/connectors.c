@@ -54,6 +54,7 @@ void cf_conn_free(conn *c) {
     for (int i = 0; i < c->ntasks; i++) {
         task *t = c->tasks[i];
         cf_dq_destroy(&t->q);
+        cf_tp_lag_free(t->lag_parts, t->nlag_parts);
         pthread_mutex_destroy(&t->mu);
         free(t);
     }

@@ -589,7 +589,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_p
     }
 }
 
-static int64_t cons_lag(void *st);
+static int64_t cons_lag(void *st, cf_tp_lag **parts, size_t *nparts);
 
 /* THE REFILL STALL. librdkafka 2.0.2 (Debian 12's) stops fetching a
  * partition whose queue is over queued.max.messages.kbytes or
@@ -605,7 +605,7 @@ static int64_t cons_lag(void *st);
  * again). Once per message received, so a slow fetch (a remote broker) is
  * never cut off twice in a row. */
 static void refill(cons *c) {
-    if (c->kicked || cons_lag(c) <= 0) return;
+    if (c->kicked || cons_lag(c, NULL, NULL) <= 0) return;
     rd_kafka_topic_partition_list_t *l = NULL;
     if (rd_kafka_assignment(c->rk, &l) || !l) return;
     if (l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -758,21 +758,32 @@ static void cons_pause(void *st, bool paused) {
 }
 
 /* Records behind: high watermark (as last fetched, no request) minus the
- * position, summed over the assignment. */
-static int64_t cons_lag(void *st) {
+ * position, summed over the assignment, and per partition when asked (a
+ * partition with no position or no watermark yet is behind by 0, as
+ * Connect's consumer records-lag is absent then). */
+static int64_t cons_lag(void *st, cf_tp_lag **parts, size_t *nparts) {
     cons *c = st;
+    if (parts) *parts = NULL, *nparts = 0;
     rd_kafka_topic_partition_list_t *l = NULL;
     if (rd_kafka_assignment(c->rk, &l) || !l) return 0;
     int64_t lag = 0;
-    if (l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        for (int i = 0; i < l->cnt; i++) {
-            int64_t lo = -1, hi = -1;
-            if (rd_kafka_get_watermark_offsets(c->rk, l->elems[i].topic, l->elems[i].partition, &lo, &hi)) continue;
-            if (hi >= 0 && l->elems[i].offset >= 0 && hi > l->elems[i].offset) lag += hi - l->elems[i].offset;
-        }
+    bool pos = l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (parts && l->cnt) *parts = cf_xcalloc((size_t)l->cnt, sizeof **parts);
+    for (int i = 0; i < l->cnt; i++) {
+        int64_t lo = -1, hi = -1, behind = 0;
+        if (pos && !rd_kafka_get_watermark_offsets(c->rk, l->elems[i].topic, l->elems[i].partition, &lo, &hi) &&
+            hi >= 0 && l->elems[i].offset >= 0 && hi > l->elems[i].offset)
+            behind = hi - l->elems[i].offset;
+        lag += behind;
+        if (parts) (*parts)[(*nparts)++] = (cf_tp_lag){cf_xstrdup(l->elems[i].topic), l->elems[i].partition, behind};
     }
     rd_kafka_topic_partition_list_destroy(l);
     return lag;
+}
+
+void cf_tp_lag_free(cf_tp_lag *v, size_t n) {
+    for (size_t i = 0; i < n; i++) free(v[i].topic);
+    free(v);
 }
 
 /* Leaving the group runs in a thread of its own: librdkafka's close and

@@ -240,6 +240,24 @@ void cf_worker_metrics_text(cf_worker *w, cf_buf *out) {
             cf_buf_printf(out, "\",task=\"%d\",state=\"%s\"} 1\n", j,
                           cf_state_name((cf_state)atomic_load(&cs[i]->tasks[j]->state)));
         }
+    /* Connect's consumer has records-lag per topic partition: the same here */
+    cf_buf_printf(out, "# HELP cdcflow_task_partition_lag_records Sinks reading Kafka: records behind the end of "
+                       "each assigned partition (high watermark of the last fetch minus the position).\n"
+                       "# TYPE cdcflow_task_partition_lag_records gauge\n");
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; j < cs[i]->ntasks; j++) {
+            task *t = cs[i]->tasks[j];
+            pthread_mutex_lock(&t->mu);
+            for (size_t k = 0; k < t->nlag_parts; k++) {
+                cf_buf_append_str(out, "cdcflow_task_partition_lag_records{connector=\"");
+                escape_label(out, cs[i]->name);
+                cf_buf_printf(out, "\",task=\"%d\",topic=\"", j);
+                escape_label(out, t->lag_parts[k].topic);
+                cf_buf_printf(out, "\",partition=\"%d\"} %lld\n", (int)t->lag_parts[k].partition,
+                              (long long)t->lag_parts[k].lag);
+            }
+            pthread_mutex_unlock(&t->mu);
+        }
     metrics_sr(out, cs, n);
     metrics_plugins(out, cs, n);
     cf_buf_printf(out,

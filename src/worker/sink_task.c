@@ -311,6 +311,7 @@ void *cf_sink_task_main(void *arg) {
     cf_err_clear(&s.err);
     cf_msg_in in = {0};
     bool has_in = false, eof = false, in_pause = false;
+    int64_t lag_parts_us = 0; /* when t->lag_parts was last refreshed */
     bool direct = w->mode == MODE_DIRECT && !w->input_file;
     cf_msg *msgs[SINK_BATCH], *raws[SINK_BATCH], *stash[SINK_BATCH];
     size_t nmsgs = 0, nstash = 0;
@@ -573,9 +574,23 @@ void *cf_sink_task_main(void *arg) {
         }
         publish(&s);
         if (s.abandoned) break;
-        atomic_store(&t->m.lag, direct                  ? (uint_fast64_t)cf_dq_len(&t->q)
-                                : (has_in && in.lag) ? (uint_fast64_t)in.lag(in.state)
-                                                     : 0);
+        if (direct) atomic_store(&t->m.lag, (uint_fast64_t)cf_dq_len(&t->q));
+        else if (has_in && in.lag) {
+            /* per partition about once a second: the copies are not free */
+            cf_tp_lag *parts = NULL;
+            size_t nparts = 0;
+            bool each = cf_now_us() - lag_parts_us >= 1000000;
+            atomic_store(&t->m.lag, (uint_fast64_t)in.lag(in.state, each ? &parts : NULL, &nparts));
+            if (each) {
+                lag_parts_us = cf_now_us();
+                pthread_mutex_lock(&t->mu);
+                cf_tp_lag *old = t->lag_parts;
+                size_t nold = t->nlag_parts;
+                t->lag_parts = parts, t->nlag_parts = nparts;
+                pthread_mutex_unlock(&t->mu);
+                cf_tp_lag_free(old, nold);
+            }
+        } else atomic_store(&t->m.lag, 0);
     }
     for (size_t i = 0; i < nsrc; i++) cf_value_destroy(spart[i]), cf_value_destroy(soff[i]);
     if (!s.failed) {
@@ -593,6 +608,10 @@ void *cf_sink_task_main(void *arg) {
         in.destroy(in.state);
         has_in = false;
     }
+    pthread_mutex_lock(&t->mu); /* no partitions any more */
+    cf_tp_lag_free(t->lag_parts, t->nlag_parts);
+    t->lag_parts = NULL, t->nlag_parts = 0;
+    pthread_mutex_unlock(&t->mu);
     cf_sink_ctx_set_metrics(&t->kctx, NULL, NULL); /* no metrics call into a stopped task */
     c->plugin->u.sink.stop(s.plugin_task);
 out:

@@ -98,6 +98,14 @@ typedef struct cf_tp_pos {
     int64_t next_offset; /* offset of the next message to read (Kafka's commit value) */
 } cf_tp_pos;
 
+/* Records behind the end of one partition (the /metrics series per partition). */
+typedef struct cf_tp_lag {
+    char *topic;
+    int32_t partition;
+    int64_t lag;
+} cf_tp_lag;
+void cf_tp_lag_free(cf_tp_lag *v, size_t n);
+
 typedef struct cf_msg_in cf_msg_in;
 /* Called from within in->poll before partitions are revoked (all of them
  * with the eager protocol, those that move with the cooperative one): the
@@ -119,9 +127,11 @@ struct cf_msg_in {
     /* Leave (the group) and free; waits at most until the stop deadline. */
     void (*destroy)(void *state);
     /* Optional (NULL: not supported): stop/restart fetching while the
-     * connector is paused, staying in the group; records behind (lag). */
+     * connector is paused, staying in the group; records behind (lag),
+     * summed, and per partition in *parts (malloc'd, cf_tp_lag_free) when
+     * parts is not NULL. */
     void (*pause)(void *state, bool paused);
-    int64_t (*lag)(void *state);
+    int64_t (*lag)(void *state, cf_tp_lag **parts, size_t *nparts);
     cf_revoke_fn on_revoke; /* set by the worker */
     void *revoke_arg;
     /* The task's stop deadline (task.deadline_us: 0 while it runs), set by

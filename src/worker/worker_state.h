@@ -106,6 +106,10 @@ struct task {
     struct cf_source_ctx sctx;
     struct cf_sink_ctx kctx;
     metrics m;
+    /* records behind per assigned partition (Kafka sinks), refreshed about
+     * once a second by the task thread; under mu */
+    cf_tp_lag *lag_parts;
+    size_t nlag_parts;
     /* the batch being put, so cf_sink_ctx_report finds a record's original
      * message for the dead letter queue (task thread only) */
     cf_record **cur_recs;

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_it_sink_partition_lag.sh - issue 14: /metrics has the consumer lag of
+# a sink per topic partition (Connect's consumer has records-lag per
+# partition), not only the task's sum.
+#   - a topic of two partitions, 12,000 changes on partition 0 and none on
+#     partition 1, read by a cdc-sink slowed down to one record per apply;
+#   - while it is behind: a series for each assigned partition, partition 0
+#     behind by more than 0 and at most 12,000, partition 1 by 0;
+#   - once the table holds every change: both partitions at 0, and the
+#     task's sum (cdcflow_task_lag_records) too.
+# The lag is checked against what Kafka says: the high watermark, read by
+# confluent-kafka (an outside client).
+set -euo pipefail
+CLI=${CF_CLI:?CF_CLI is the cdcflow binary}
+T=$(mktemp -d /tmp/cf_plag.XXXXXX)
+trap 'kill -9 $(jobs -p) 2>/dev/null || true; [[ -n ${KEEP:-} ]] || rm -rf "$T"' EXIT
+source "$(dirname "$0")/stop_lib.sh"
+need_env CF_TEST_KAFKA CF_TEST_PYTHON
+BS=$CF_TEST_KAFKA
+TOPIC=plag-$$-$(date +%s)
+TABLE=${TOPIC//-/_}
+N=8000 # json_rows N: 12,000 messages
+"$CF_TEST_PYTHON" - "$BS" "$TOPIC" <<'P' || fail "cannot create topic $TOPIC"
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+for f in a.create_topics([NewTopic(sys.argv[2], 2, 1)]).values():
+    f.result()
+P
+kcat -P -b "$BS" -t "$TOPIC" -p 0 -K '|' < <(json_rows $N) || fail "kcat could not produce to $TOPIC"
+total=$(json_count $N)
+hw=$("$CF_TEST_PYTHON" - "$BS" "$TOPIC" <<'P'
+import sys
+from confluent_kafka import Consumer, TopicPartition
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "plag-check"})
+print(" ".join(str(c.get_watermark_offsets(TopicPartition(sys.argv[2], p), timeout=10)[1]) for p in (0, 1)))
+c.close()
+P
+)
+[[ $hw == "$total 0" ]] || fail "the topic's high watermarks are '$hw', want '$total 0'"
+worker_props "$T/w.properties" "$BS"
+NAME=plag$$
+sink_json "$T/s.json" $NAME "$TOPIC" ",\"sqlite.path\":\"$T/s.db\",\"batchMaxRecords\":\"1\""
+start_worker s --worker "$T/w.properties" "$T/s.json"
+
+# series: "p0 p1 sum" (empty fields when a series is missing)
+series() {
+    curl -s -m 2 "http://127.0.0.1:$(cat "$T/s.port")/metrics" >"$T/m.txt" || true
+    local p0 p1 sum
+    p0=$(sed -n "s/^cdcflow_task_partition_lag_records{connector=\"$NAME\",task=\"0\",topic=\"$TOPIC\",partition=\"0\"} \([0-9]*\)$/\1/p" "$T/m.txt")
+    p1=$(sed -n "s/^cdcflow_task_partition_lag_records{connector=\"$NAME\",task=\"0\",topic=\"$TOPIC\",partition=\"1\"} \([0-9]*\)$/\1/p" "$T/m.txt")
+    sum=$(sed -n "s/^cdcflow_task_lag_records{connector=\"$NAME\",task=\"0\",type=\"sink\"} \([0-9]*\)$/\1/p" "$T/m.txt")
+    echo "${p0:--} ${p1:--} ${sum:--}"
+}
+behind_seen=
+for ((i = 0; i < 300; i++)); do
+    read -r p0 p1 sum <<<"$(series)"
+    if [[ $p0 != - && $p1 != - && $p0 -gt 0 ]]; then
+        ((p0 <= total)) || fail "partition 0 is behind by $p0, more than the $total records it holds"
+        [[ $p1 == 0 ]] || fail "partition 1 (empty) is behind by $p1"
+        behind_seen="$p0"
+        echo "behind: partition 0 by $p0, partition 1 by $p1, task lag $sum" >&2
+        break
+    fi
+    sleep 0.1
+done
+[[ -n $behind_seen ]] || { cat "$T/m.txt" >&2; fail "no per-partition lag above 0 while the sink was behind"; }
+grep -q '^# TYPE cdcflow_task_partition_lag_records gauge$' "$T/m.txt" || fail "no TYPE line for the series"
+
+rows() { sqlite3 "$T/s.db" "SELECT count(*) FROM \"$TABLE\"" 2>/dev/null || echo 0; }
+has_all() { [[ $(rows) -eq $N ]]; }
+wait_until 240 "the table's $N rows" has_all
+caught_up() { [[ $(series) == "0 0 0" ]]; }
+wait_until 20 "both partitions at lag 0 (last: $(series))" caught_up
+timed_stop s
+echo OK
