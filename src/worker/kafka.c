@@ -45,6 +45,7 @@
  * `bootstrap.servers=embedded` starts librdkafka's mock cluster inside the
  * process (for tests and demos; nothing is persisted).
  */
+#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1177,6 +1178,62 @@ void cf_worker_kafka_ensure_topic(struct cf_worker *w, const char *what, const c
     }
     create_topic(rk, cf_worker_kafka_bootstrap(w), what, topic, partitions, rf, false, stop);
     rd_kafka_destroy(rk);
+}
+
+cf_code cf_worker_kafka_group_offsets(struct cf_worker *w, const char *group, const char *const *topics,
+                                      size_t n_topics, const cf_props *conn, void **out, cf_err *err) {
+    *out = NULL;
+    errlog l = {0};
+    snprintf(l.name, sizeof l.name, "offsets of group %s", group);
+    rd_kafka_conf_t *conf = base_conf_for(w, "consumer.", NULL, &l, conn, err);
+    if (!conf) return CF_ERR_CONFIG;
+    if (conf_set(conf, "group.id", group, err) || conf_set(conf, "enable.auto.commit", "false", err)) {
+        rd_kafka_conf_destroy(conf);
+        return CF_ERR_CONFIG;
+    }
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    if (!rk) {
+        cf_err_set(err, CF_ERR_CONFIG, "cannot create a consumer to read the offsets of group %s", group);
+        cf_err_detail(err, "%s", errstr);
+        return CF_ERR_CONFIG;
+    }
+    cf_code rc = CF_OK;
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(16);
+    for (size_t i = 0; i < n_topics && !rc; i++) {
+        rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topics[i], NULL);
+        const struct rd_kafka_metadata *md = NULL;
+        rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+        if (e) {
+            rc = cf_err_set(err, CF_ERR_TRANSPORT, "cannot read the partitions of topic %s", topics[i]);
+            cf_err_detail(err, "%s (bootstrap.servers %s)", rd_kafka_err2str(e), cf_worker_kafka_bootstrap(w));
+        } else if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            for (int p = 0; p < md->topics[0].partition_cnt; p++)
+                rd_kafka_topic_partition_list_add(parts, topics[i], md->topics[0].partitions[p].id);
+        } /* a topic that does not exist (yet) has no offsets */
+        if (md) rd_kafka_metadata_destroy(md);
+        rd_kafka_topic_destroy(rkt);
+    }
+    if (!rc && parts->cnt) {
+        rd_kafka_resp_err_t e = rd_kafka_committed(rk, parts, 10000);
+        if (e) {
+            rc = cf_err_set(err, CF_ERR_TRANSPORT, "cannot read the committed offsets of consumer group %s", group);
+            cf_err_detail(err, "%s (bootstrap.servers %s)", rd_kafka_err2str(e), cf_worker_kafka_bootstrap(w));
+        }
+    }
+    json_t *arr = json_array();
+    for (int i = 0; !rc && i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *tp = &parts->elems[i];
+        if (tp->err || tp->offset < 0) continue;
+        json_array_append_new(arr, json_pack("{s:{s:s,s:i},s:{s:I}}", "partition", "kafka_topic", tp->topic,
+                                             "kafka_partition", (int)tp->partition, "offset", "kafka_offset",
+                                             (json_int_t)tp->offset));
+    }
+    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_destroy(rk);
+    if (rc) json_decref(arr);
+    else *out = arr;
+    return rc;
 }
 
 /* Read the whole topic, from the beginning to the high watermarks. */

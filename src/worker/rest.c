@@ -14,7 +14,8 @@
  *   GET    /connectors/{name}/tasks           [{id:{connector,task}, config}]
  *   PUT    /connectors/{name}/pause|resume    202 (of a STOPPED connector: its tasks start, paused for pause)
  *   PUT    /connectors/{name}/stop            204 (KIP-875): tasks stopped, config kept; status STOPPED, no tasks
- *   GET    /connectors/{name}/offsets         {"offsets":[{partition, offset}]} (KIP-875; sources; 501 sinks)
+ *   GET    /connectors/{name}/offsets         {"offsets":[{partition, offset}]} (KIP-875; sources' stored offsets,
+ *                                             sinks' committed group offsets; 501 for a sink reading no Kafka)
  *   PATCH  /connectors/{name}/offsets         {"offsets":[{partition, offset|null}]} -> 200 {"message"} (KIP-875;
  *                                             STOPPED sources only: 400 not STOPPED, 501 sinks)
  *   DELETE /connectors/{name}/offsets         200 {"message"}: every offset removed (same conditions)

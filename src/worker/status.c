@@ -370,15 +370,40 @@ char *cf_worker_connector_offsets_json(cf_worker *w, const char *name, cf_err *e
         cf_err_set(err, CF_ERR_NOT_FOUND, "Connector %s not found", name);
         return NULL;
     }
-    bool sink = c->is_sink;
-    cf_conn_unref(c);
-    if (sink) {
-        /* a sink's positions are its consumer group's, or kept by the sink
-         * itself (its target's table): not read back here yet */
-        cf_err_set(err, CF_ERR_UNSUPPORTED, "GET /connectors/%s/offsets: the offsets of sink connectors are not "
-                                            "available over REST yet (source connectors only)", name);
-        return NULL;
+    if (c->is_sink) {
+        /* As Connect: a sink's offsets are its consumer group's committed
+         * offsets, read from the broker. cdc-sink also keeps its positions
+         * in its target, which win at a start; it commits the group's after
+         * each flush, so both say the same once a flush is committed. */
+        if (w->mode != MODE_KAFKA || w->input_file) {
+            cf_err_set(err, CF_ERR_UNSUPPORTED,
+                       "GET /connectors/%s/offsets: this worker reads no Kafka topics (%s); the sink's positions "
+                       "are kept by the sink itself",
+                       name, w->input_file ? "--input" : "transport=direct");
+            cf_conn_unref(c);
+            return NULL;
+        }
+        /* the configured topics, and those topics.regex matched (tracked) */
+        size_t nt = 0;
+        pthread_mutex_lock(&c->mu);
+        char **ts = cf_xcalloc(c->n_topics + c->n_active_topics + 1, sizeof *ts);
+        for (size_t i = 0; i < c->n_topics; i++) ts[nt++] = cf_xstrdup(c->topics[i]);
+        for (size_t i = 0; i < c->n_active_topics; i++) {
+            bool dup = false;
+            for (size_t j = 0; j < nt && !dup; j++) dup = !strcmp(ts[j], c->active_topics[i]);
+            if (!dup) ts[nt++] = cf_xstrdup(c->active_topics[i]);
+        }
+        pthread_mutex_unlock(&c->mu);
+        char group[512];
+        snprintf(group, sizeof group, "connect-%s", c->name);
+        void *arr = NULL;
+        cf_code rc = cf_worker_kafka_group_offsets(w, group, (const char *const *)ts, nt, c->props, &arr, err);
+        for (size_t i = 0; i < nt; i++) free(ts[i]);
+        free(ts);
+        cf_conn_unref(c);
+        return rc ? NULL : dump(json_pack("{s:o}", "offsets", (json_t *)arr));
     }
+    cf_conn_unref(c);
     char *a = w->offsets ? cf_offset_store_connector_json(w->offsets, name) : cf_xstrdup("[]");
     json_t *arr = json_loads(a, 0, NULL);
     free(a);

@@ -178,6 +178,13 @@ void cf_worker_kafka_in_bind(cf_msg_in *in);
 const cf_config *cf_worker_config(const struct cf_worker *w);
 /* bootstrap.servers resolved (the embedded cluster's address for "embedded"). */
 const char *cf_worker_kafka_bootstrap(const struct cf_worker *w);
+/* The committed offsets of consumer group `group` on every partition of
+ * `topics` (an OffsetFetch, without joining the group), as the "offsets"
+ * array of Connect's GET /connectors/{name}/offsets for a sink:
+ * [{"partition":{"kafka_topic":t,"kafka_partition":p},"offset":{"kafka_offset":o}}],
+ * partitions without a committed offset left out. *out is a jansson array. */
+cf_code cf_worker_kafka_group_offsets(struct cf_worker *w, const char *group, const char *const *topics,
+                                      size_t n_topics, const cf_props *conn, void **out, cf_err *err);
 typedef struct cf_kafka_env cf_kafka_env;
 cf_code cf_kafka_env_new(const cf_config *cfg, cf_kafka_env **out, cf_err *err);
 void cf_kafka_env_destroy(cf_kafka_env *e);

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# test_it_sink_partition_lag.sh - issue 14: /metrics has the consumer lag of
+# test_it_sink_lag_offsets.sh - issue 14: /metrics has the consumer lag of
 # a sink per topic partition (Connect's consumer has records-lag per
-# partition), not only the task's sum.
+# partition), not only the task's sum; and GET /connectors/{name}/offsets
+# answers for a sink as Connect's does (KIP-875), its consumer group's
+# committed offsets.
 #   - a topic of two partitions, 12,000 changes on partition 0 and none on
 #     partition 1, read by a cdc-sink slowed down to one record per apply;
 #   - while it is behind: a series for each assigned partition, partition 0
 #     behind by more than 0 and at most 12,000, partition 1 by 0;
 #   - once the table holds every change: both partitions at 0, and the
-#     task's sum (cdcflow_task_lag_records) too.
+#     task's sum (cdcflow_task_lag_records) too;
+#   - GET /connectors/{name}/offsets (curl, Connect's response shape) gives
+#     what confluent-kafka's Consumer.committed reads for the group
+#     connect-<name>: partition 0 at 12,000, partition 1 (never read) absent.
 # The lag is checked against what Kafka says: the high watermark, read by
 # confluent-kafka (an outside client).
 set -euo pipefail
@@ -72,5 +77,27 @@ has_all() { [[ $(rows) -eq $N ]]; }
 wait_until 240 "the table's $N rows" has_all
 caught_up() { [[ $(series) == "0 0 0" ]]; }
 wait_until 20 "both partitions at lag 0 (last: $(series))" caught_up
+
+committed() { # "p0 p1" as an outside client reads them (-1001: none)
+    "$CF_TEST_PYTHON" - "$BS" "connect-$NAME" "$TOPIC" <<'P'
+import sys
+from confluent_kafka import Consumer, TopicPartition
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "enable.auto.commit": False})
+print(" ".join(str(tp.offset) for tp in c.committed([TopicPartition(sys.argv[3], p) for p in (0, 1)], timeout=10)))
+c.close()
+P
+}
+all_committed() { [[ $(committed) == "$total -1001" ]]; }
+wait_until 30 "the group's commit of partition 0 at $total (last: $(committed))" all_committed
+code=$(curl -s -m 15 -o "$T/offsets.json" -w '%{http_code}' "http://127.0.0.1:$(cat "$T/s.port")/connectors/$NAME/offsets")
+[[ $code == 200 ]] || fail "GET /connectors/$NAME/offsets: $code $(cat "$T/offsets.json")"
+python3 - "$T/offsets.json" "$TOPIC" "$total" <<'P' || fail "GET /connectors/$NAME/offsets: $(cat "$T/offsets.json")"
+import json, sys
+b = json.load(open(sys.argv[1]))
+want = {"offsets": [{"partition": {"kafka_topic": sys.argv[2], "kafka_partition": 0},
+                     "offset": {"kafka_offset": int(sys.argv[3])}}]}
+sys.exit(0 if b == want else 1)
+P
+echo "GET offsets: $(cat "$T/offsets.json")" >&2
 timed_stop s
 echo OK
