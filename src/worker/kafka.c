@@ -590,7 +590,8 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_p
     }
 }
 
-static int64_t cons_lag(void *st, cf_tp_lag **parts, size_t *nparts);
+static int64_t list_lag(cons *c, const rd_kafka_topic_partition_list_t *l, bool pos, cf_tp_lag **parts,
+                        size_t *nparts);
 
 /* THE REFILL STALL. librdkafka 2.0.2 (Debian 12's) stops fetching a
  * partition whose queue is over queued.max.messages.kbytes or
@@ -606,10 +607,10 @@ static int64_t cons_lag(void *st, cf_tp_lag **parts, size_t *nparts);
  * again). Once per message received, so a slow fetch (a remote broker) is
  * never cut off twice in a row. */
 static void refill(cons *c) {
-    if (c->kicked || cons_lag(c, NULL, NULL) <= 0) return;
+    if (c->kicked) return;
     rd_kafka_topic_partition_list_t *l = NULL;
     if (rd_kafka_assignment(c->rk, &l) || !l) return;
-    if (l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR && list_lag(c, l, true, NULL, NULL) > 0) {
         /* only what has a position: the others have not started fetching */
         rd_kafka_topic_partition_list_t *go = rd_kafka_topic_partition_list_new(l->cnt);
         for (int i = 0; i < l->cnt; i++)
@@ -762,13 +763,9 @@ static void cons_pause(void *st, bool paused) {
  * position, summed over the assignment, and per partition when asked (a
  * partition with no position or no watermark yet is behind by 0, as
  * Connect's consumer records-lag is absent then). */
-static int64_t cons_lag(void *st, cf_tp_lag **parts, size_t *nparts) {
-    cons *c = st;
-    if (parts) *parts = NULL, *nparts = 0;
-    rd_kafka_topic_partition_list_t *l = NULL;
-    if (rd_kafka_assignment(c->rk, &l) || !l) return 0;
+static int64_t list_lag(cons *c, const rd_kafka_topic_partition_list_t *l, bool pos, cf_tp_lag **parts,
+                        size_t *nparts) {
     int64_t lag = 0;
-    bool pos = l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR;
     if (parts && l->cnt) *parts = cf_xcalloc((size_t)l->cnt, sizeof **parts);
     for (int i = 0; i < l->cnt; i++) {
         int64_t lo = -1, hi = -1, behind = 0;
@@ -778,6 +775,17 @@ static int64_t cons_lag(void *st, cf_tp_lag **parts, size_t *nparts) {
         lag += behind;
         if (parts) (*parts)[(*nparts)++] = (cf_tp_lag){cf_xstrdup(l->elems[i].topic), l->elems[i].partition, behind};
     }
+    return lag;
+}
+
+/* the assignment with its positions (l), behind by list_lag */
+static int64_t cons_lag(void *st, cf_tp_lag **parts, size_t *nparts) {
+    cons *c = st;
+    if (parts) *parts = NULL, *nparts = 0;
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(c->rk, &l) || !l) return 0;
+    bool pos = l->cnt && rd_kafka_position(c->rk, l) == RD_KAFKA_RESP_ERR_NO_ERROR;
+    int64_t lag = list_lag(c, l, pos, parts, nparts);
     rd_kafka_topic_partition_list_destroy(l);
     return lag;
 }
