@@ -112,6 +112,13 @@ typedef struct cf_sink_plugin {
      * them (they win over committed Kafka offsets and stored source offsets).
      * *out is freed with cf_sink_stored_positions_free. */
     cf_code (*positions)(void *task, cf_sink_stored_position **out, size_t *n, cf_err *err);
+    /* Optional, with positions: change the positions a sink of this config
+     * stores under `connector` while none of its tasks runs (REST's PATCH
+     * and DELETE of a stopped connector's offsets): all removed first when
+     * `all`, then drop[] removed, then set[] stored, in one transaction. */
+    cf_code (*alter_positions)(const cf_config *config, const char *connector, bool all,
+                               const cf_sink_stored_position *drop, size_t ndrop, const cf_sink_stored_position *set,
+                               size_t nset, cf_err *err);
 } cf_sink_plugin;
 
 typedef struct cf_connector_plugin {

@@ -309,6 +309,10 @@ typedef struct cf_sink_target {
                               cf_err *err);
     cf_code (*load_positions)(void *state, const char *consumer, cf_sink_stored_position **out, size_t *n,
                               cf_err *err);
+    /* Remove the position of (stream, partition) under consumer, or every
+     * position of consumer when stream is NULL, inside the transaction
+     * begin() opened (REST's PATCH/DELETE of a sink's offsets). */
+    cf_code (*drop_positions)(void *state, const char *consumer, const char *stream, int32_t partition, cf_err *err);
     /* Row state of Cassandra change events (optional: NULL = the target
      * cannot apply them; src/sink/cassandra.c). One opaque blob per (space,
      * key) in the table "_cdc_cassandra_state": state_get reads it outside a
@@ -391,6 +395,12 @@ cf_code cf_sink_put_at(cf_sink *s, cf_record *const *records, const cf_sink_posi
 /* The positions stored under opts->consumer (cf_sink_stored_positions_free);
  * none (n = 0) when the target keeps none or consumer is not set. */
 cf_code cf_sink_read_positions(cf_sink *s, cf_sink_stored_position **out, size_t *n, cf_err *err);
+/* Change the stored positions in one transaction (a stopped connector's
+ * offsets altered over REST): every position removed first when all, then
+ * drop[0..ndrop) removed (stream, partition), then set[0..nset) stored.
+ * CF_ERR_UNSUPPORTED when the sink keeps no positions. */
+cf_code cf_sink_alter_positions(cf_sink *s, bool all, const cf_sink_stored_position *drop, size_t ndrop,
+                                const cf_sink_stored_position *set, size_t nset, cf_err *err);
 /* Compact and apply (or stage) everything buffered, in one transaction. */
 cf_code cf_sink_flush(cf_sink *s, cf_err *err);
 /* Staleness mode: apply what is staged now (the background thread calls

@@ -758,7 +758,9 @@ static void task_free(task *t) {
     free(t);
 }
 
-static cf_code start(const cf_config *config, cf_sink_ctx *ctx, void **out, cf_err *err) {
+/* The sink of config, its positions stored under consumer (NULL: none);
+ * started by the worker (ctx) or opened for its positions only (no ctx). */
+static cf_code open_task(const cf_config *config, cf_sink_ctx *ctx, const char *consumer, task **out, cf_err *err) {
     resolved r;
     cf_buf pb = CF_BUF_INIT;
     cf_err first;
@@ -796,11 +798,8 @@ static cf_code start(const cf_config *config, cf_sink_ctx *ctx, void **out, cf_e
         rc = key_transform("ReplaceField$Key", "include", r.pk_fields, r.n_pk_fields, &t->pk_subset, err);
         if (!rc) rc = key_transform("HoistField$Key", "field", r.pk_fields, 1, &t->pk_hoist, err);
     }
-    const char *name = ctx ? cf_sink_ctx_connector_name(ctx) : "cdc-sink";
-    /* the input positions of what the tables hold are stored with them,
-     * under the connector's name (exactly once: the worker resumes there) */
-    o.consumer = ctx ? name : NULL;
-    if (!rc) log_start(config, &r, name ? name : "cdc-sink");
+    o.consumer = consumer;
+    if (!rc && ctx) log_start(config, &r, consumer ? consumer : "cdc-sink");
     if (!rc) rc = cf_sink_new(&o, tg, &t->sink, err);
     free(kl);
     free(dl);
@@ -810,6 +809,16 @@ static cf_code start(const cf_config *config, cf_sink_ctx *ctx, void **out, cf_e
         task_free(t);
         return rc;
     }
+    *out = t;
+    return CF_OK;
+}
+
+static cf_code start(const cf_config *config, cf_sink_ctx *ctx, void **out, cf_err *err) {
+    /* the input positions of what the tables hold are stored with them,
+     * under the connector's name (exactly once: the worker resumes there) */
+    task *t = NULL;
+    cf_code rc = open_task(config, ctx, ctx ? cf_sink_ctx_connector_name(ctx) : NULL, &t, err);
+    if (rc) return rc;
     cf_sink_set_reporter(t->sink, report, t);
     int64_t every = cf_config_long(config, "mergeIntervalMs");
     cf_sink_ctx_flush_every(ctx, every > 0 ? every : 0);
@@ -896,6 +905,16 @@ static cf_code positions(void *tp, cf_sink_stored_position **out, size_t *n, cf_
     return cf_sink_read_positions(t->sink, out, n, err);
 }
 
+static cf_code alter_positions(const cf_config *config, const char *connector, bool all,
+                               const cf_sink_stored_position *drop, size_t ndrop, const cf_sink_stored_position *set,
+                               size_t nset, cf_err *err) {
+    task *t = NULL;
+    cf_code rc = open_task(config, NULL, connector, &t, err);
+    if (!rc) rc = cf_sink_alter_positions(t->sink, all, drop, ndrop, set, nset, err);
+    task_free(t);
+    return rc;
+}
+
 static cf_code flush(void *tp, cf_err *err) {
     task *t = tp;
     cf_code rc = cf_sink_flush(t->sink, err);
@@ -926,5 +945,6 @@ const cf_connector_plugin cf_connector_cdc_sink = {
     .description = "Debezium change events to SQLite / PostgreSQL tables with BigQuery's CDC semantics",
     .version = "0.1.0",
     .config = &cf_sink_config_table,
-    .u.sink = {.start = start, .put = put, .flush = flush, .stop = stop, .positions = positions},
+    .u.sink = {.start = start, .put = put, .flush = flush, .stop = stop, .positions = positions,
+               .alter_positions = alter_positions},
 };

@@ -987,6 +987,23 @@ cf_code cf_sink_read_positions(cf_sink *s, cf_sink_stored_position **out, size_t
     return rc;
 }
 
+cf_code cf_sink_alter_positions(cf_sink *s, bool all, const cf_sink_stored_position *drop, size_t ndrop,
+                                const cf_sink_stored_position *set, size_t nset, cf_err *err) {
+    if (!keeps_positions(s) || !s->tg->drop_positions)
+        return cf_err_set(err, CF_ERR_UNSUPPORTED, "target %s keeps no input positions", s->tg->name);
+    pthread_mutex_lock(&s->mu);
+    cf_code rc = s->tg->begin(s->ts, err);
+    if (!rc && all) rc = s->tg->drop_positions(s->ts, s->o.consumer, NULL, 0, err);
+    for (size_t i = 0; i < ndrop && !rc; i++)
+        rc = s->tg->drop_positions(s->ts, s->o.consumer, drop[i].stream, drop[i].partition, err);
+    if (!rc && nset) rc = s->tg->save_positions(s->ts, s->o.consumer, set, nset, err);
+    if (!rc) rc = s->tg->commit(s->ts, err);
+    else s->tg->rollback(s->ts);
+    pthread_mutex_unlock(&s->mu);
+    if (rc) cf_err_where(err, "positions of %s", s->o.consumer);
+    return rc;
+}
+
 /* ---------------- applying a batch ---------------- */
 
 static cf_code do_flush(cf_sink *s, cf_err *err) {

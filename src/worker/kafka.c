@@ -1188,6 +1188,103 @@ void cf_worker_kafka_ensure_topic(struct cf_worker *w, const char *what, const c
     rd_kafka_destroy(rk);
 }
 
+/* One admin request's answer: the event's error, else the group's, else the
+ * first partition's. */
+static cf_code group_result(rd_kafka_event_t *ev, const rd_kafka_group_result_t **gs, size_t n, const char *what,
+                            const char *group, bool missing_ok, cf_err *err) {
+    rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
+    const char *msg = e ? rd_kafka_event_error_string(ev) : NULL;
+    const rd_kafka_topic_partition_t *bad = NULL;
+    for (size_t i = 0; !e && i < n; i++) {
+        const rd_kafka_error_t *ge = rd_kafka_group_result_error(gs[i]);
+        if (ge) {
+            e = rd_kafka_error_code(ge), msg = rd_kafka_error_string(ge);
+            break;
+        }
+        const rd_kafka_topic_partition_list_t *l = rd_kafka_group_result_partitions(gs[i]);
+        for (int k = 0; l && k < l->cnt && !e; k++)
+            if (l->elems[k].err) e = l->elems[k].err, msg = rd_kafka_err2str(e), bad = &l->elems[k];
+    }
+    if (!e || (missing_ok && e == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND)) return CF_OK;
+    cf_err_set(err, CF_ERR_TRANSPORT, "cannot %s of consumer group %s", what, group);
+    if (bad) cf_err_detail(err, "%s partition %d: %s", bad->topic, (int)bad->partition, msg);
+    else cf_err_detail(err, "%s", msg ? msg : rd_kafka_err2str(e));
+    if (e == RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP || e == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID)
+        cf_err_hint(err, "The group still has members: another worker, or a consumer that has not left yet "
+                         "(session.timeout.ms); retry once it has none.");
+    return CF_ERR_TRANSPORT;
+}
+
+cf_code cf_worker_kafka_group_alter(struct cf_worker *w, const char *group, const cf_props *conn, bool delete_group,
+                                    const cf_tp_pos *drop, size_t ndrop, const cf_tp_pos *set, size_t nset,
+                                    cf_err *err) {
+    errlog l = {0};
+    snprintf(l.name, sizeof l.name, "admin group %s", group);
+    rd_kafka_conf_t *c = base_conf_for(w, "admin.", NULL, &l, conn, err);
+    if (!c) return CF_ERR_CONFIG;
+    char errstr[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof errstr);
+    if (!rk) {
+        rd_kafka_conf_destroy(c);
+        cf_err_set(err, CF_ERR_CONFIG, "cannot create an admin client for consumer group %s", group);
+        cf_err_detail(err, "%s", errstr);
+        return CF_ERR_CONFIG;
+    }
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_ANY);
+    rd_kafka_AdminOptions_set_request_timeout(opt, 15000, NULL, 0);
+    cf_code rc = CF_OK;
+    for (int step = 0; step < 3 && !rc; step++) {
+        rd_kafka_event_t *ev = NULL;
+        if (step == 0 && delete_group) {
+            rd_kafka_DeleteGroup_t *dg = rd_kafka_DeleteGroup_new(group);
+            rd_kafka_DeleteGroups(rk, &dg, 1, opt, q);
+            rd_kafka_DeleteGroup_destroy(dg);
+            ev = rd_kafka_queue_poll(q, 20000);
+            size_t n = 0;
+            const rd_kafka_DeleteGroups_result_t *res = ev ? rd_kafka_event_DeleteGroups_result(ev) : NULL;
+            const rd_kafka_group_result_t **gs = res ? rd_kafka_DeleteGroups_result_groups(res, &n) : NULL;
+            rc = ev ? group_result(ev, gs, n, "delete the offsets", group, true, err)
+                    : cf_err_set(err, CF_ERR_TRANSPORT, "no answer from Kafka deleting consumer group %s", group);
+        } else if ((step == 1 && ndrop) || (step == 2 && nset)) {
+            const cf_tp_pos *v = step == 1 ? drop : set;
+            size_t nv = step == 1 ? ndrop : nset;
+            rd_kafka_topic_partition_list_t *pl = rd_kafka_topic_partition_list_new((int)nv);
+            for (size_t i = 0; i < nv; i++)
+                rd_kafka_topic_partition_list_add(pl, v[i].topic, v[i].partition)->offset = v[i].next_offset;
+            size_t n = 0;
+            const rd_kafka_group_result_t **gs = NULL;
+            if (step == 1) {
+                rd_kafka_DeleteConsumerGroupOffsets_t *d = rd_kafka_DeleteConsumerGroupOffsets_new(group, pl);
+                rd_kafka_DeleteConsumerGroupOffsets(rk, &d, 1, opt, q);
+                rd_kafka_DeleteConsumerGroupOffsets_destroy(d);
+                ev = rd_kafka_queue_poll(q, 20000);
+                const rd_kafka_DeleteConsumerGroupOffsets_result_t *res =
+                    ev ? rd_kafka_event_DeleteConsumerGroupOffsets_result(ev) : NULL;
+                gs = res ? rd_kafka_DeleteConsumerGroupOffsets_result_groups(res, &n) : NULL;
+            } else {
+                rd_kafka_AlterConsumerGroupOffsets_t *a = rd_kafka_AlterConsumerGroupOffsets_new(group, pl);
+                rd_kafka_AlterConsumerGroupOffsets(rk, &a, 1, opt, q);
+                rd_kafka_AlterConsumerGroupOffsets_destroy(a);
+                ev = rd_kafka_queue_poll(q, 20000);
+                const rd_kafka_AlterConsumerGroupOffsets_result_t *res =
+                    ev ? rd_kafka_event_AlterConsumerGroupOffsets_result(ev) : NULL;
+                gs = res ? rd_kafka_AlterConsumerGroupOffsets_result_groups(res, &n) : NULL;
+            }
+            rd_kafka_topic_partition_list_destroy(pl);
+            /* removing an offset the group never had is nothing to do */
+            rc = ev ? group_result(ev, gs, n, step == 1 ? "remove offsets" : "alter offsets", group, step == 1, err)
+                    : cf_err_set(err, CF_ERR_TRANSPORT, "no answer from Kafka changing the offsets of consumer "
+                                                        "group %s", group);
+        }
+        if (ev) rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_AdminOptions_destroy(opt);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
 cf_code cf_worker_kafka_group_offsets(struct cf_worker *w, const char *group, const char *const *topics,
                                       size_t n_topics, const cf_props *conn, void **out, cf_err *err) {
     *out = NULL;

@@ -17,7 +17,8 @@
  *   GET    /connectors/{name}/offsets         {"offsets":[{partition, offset}]} (KIP-875; sources' stored offsets,
  *                                             sinks' committed group offsets; 501 for a sink reading no Kafka)
  *   PATCH  /connectors/{name}/offsets         {"offsets":[{partition, offset|null}]} -> 200 {"message"} (KIP-875;
- *                                             STOPPED sources only: 400 not STOPPED, 501 sinks)
+ *                                             STOPPED only, else 400; sinks: group + target positions,
+ *                                             501 for a sink reading no Kafka)
  *   DELETE /connectors/{name}/offsets         200 {"message"}: every offset removed (same conditions)
  *   GET    /connectors/{name}/topics          {"<name>": {"topics": [...]}}: produced to / consumed from
  *   PUT    /connectors/{name}/topics/reset    202, empty body: that set emptied (403 when topic.tracking.enable

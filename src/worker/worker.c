@@ -913,6 +913,89 @@ static cf_code parse_offsets_body(const char *name, const char *body, size_t len
     return CF_OK;
 }
 
+/* A sink's PATCH body, as Connect takes it: {"offsets": [{"partition":
+ * {"kafka_topic": T, "kafka_partition": P}, "offset": {"kafka_offset": O}
+ * or null}]}: set[] the partitions given an offset, drop[] those given
+ * null (cf_tp_pos, topics malloc'd). */
+static cf_code parse_sink_offsets(const char *name, const char *body, size_t len, cf_tp_pos **set, size_t *nset,
+                                  cf_tp_pos **drop, size_t *ndrop, cf_err *err) {
+    *set = *drop = NULL;
+    *nset = *ndrop = 0;
+    json_t *j = json_loadb(body, len, 0, NULL), *a = json_object_get(j, "offsets");
+    if (!json_is_array(a)) {
+        json_decref(j);
+        return cf_err_set(err, CF_ERR_INVALID, "Request body must be a JSON object {\"offsets\": [{\"partition\": "
+                                               "{\"kafka_topic\": ..., \"kafka_partition\": ...}, \"offset\": "
+                                               "{\"kafka_offset\": ...}}]} (sink connector %s)", name);
+    }
+    size_t n = json_array_size(a);
+    *set = cf_xcalloc(n ? n : 1, sizeof **set);
+    *drop = cf_xcalloc(n ? n : 1, sizeof **drop);
+    cf_code rc = CF_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        json_t *e = json_array_get(a, i), *jp = json_object_get(e, "partition"), *jo = json_object_get(e, "offset");
+        json_t *t = json_object_get(jp, "kafka_topic"), *p = json_object_get(jp, "kafka_partition");
+        json_t *o = json_is_object(jo) ? json_object_get(jo, "kafka_offset") : NULL;
+        if (!json_is_string(t) || !json_string_length(t) || !json_is_integer(p) || json_integer_value(p) < 0 ||
+            json_integer_value(p) > INT32_MAX)
+            rc = cf_err_set(err, CF_ERR_INVALID, "offsets[%zu]: a sink's \"partition\" is {\"kafka_topic\": "
+                                                 "\"<topic>\", \"kafka_partition\": <partition number>}", i);
+        else if (!json_is_null(jo) && !(json_is_integer(o) && json_integer_value(o) >= 0))
+            rc = cf_err_set(err, CF_ERR_INVALID, "offsets[%zu]: a sink's \"offset\" is {\"kafka_offset\": <offset "
+                                                 "0 or more>}, or null to remove the partition's offset", i);
+        else if (json_is_null(jo))
+            (*drop)[(*ndrop)++] = (cf_tp_pos){cf_xstrdup(json_string_value(t)), (int32_t)json_integer_value(p), -1};
+        else
+            (*set)[(*nset)++] = (cf_tp_pos){cf_xstrdup(json_string_value(t)), (int32_t)json_integer_value(p),
+                                            (int64_t)json_integer_value(o)};
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* A stopped sink's offsets: its consumer group's, and the positions the
+ * sink keeps in its target (cdc-sink's _cdcflow_positions, which win at its
+ * next start), both changed, the group first. */
+static cf_code modify_sink_offsets(cf_worker *w, conn *c, const char *body, size_t len, size_t *count, cf_err *err) {
+    if (w->mode != MODE_KAFKA || w->input_file) {
+        cf_err_set(err, CF_ERR_UNSUPPORTED, "sink connector %s reads no Kafka topics in this worker (%s): its offsets "
+                                            "cannot be changed over REST", c->name,
+                   w->input_file ? "--input" : "transport=direct");
+        cf_err_detail(err, "its positions are kept by the sink itself (cdc-sink: the target's _cdcflow_positions "
+                           "table)");
+        return CF_ERR_UNSUPPORTED;
+    }
+    bool reset = body == NULL;
+    cf_tp_pos *set = NULL, *drop = NULL;
+    size_t nset = 0, ndrop = 0;
+    cf_code rc = reset ? CF_OK : parse_sink_offsets(c->name, body, len, &set, &nset, &drop, &ndrop, err);
+    char group[512];
+    snprintf(group, sizeof group, "connect-%s", c->name);
+    if (!rc) rc = cf_worker_kafka_group_alter(w, group, c->props, reset, drop, ndrop, set, nset, err);
+    const cf_sink_plugin *sp = &c->plugin->u.sink;
+    if (!rc && sp->positions && !sp->alter_positions)
+        rc = cf_err_set(err, CF_ERR_UNSUPPORTED, "sink connector %s keeps positions it cannot change while stopped",
+                        c->name);
+    if (!rc && sp->alter_positions) {
+        cf_sink_stored_position *ds = cf_xcalloc(ndrop + 1, sizeof *ds), *ss = cf_xcalloc(nset + 1, sizeof *ss);
+        for (size_t i = 0; i < ndrop; i++) ds[i] = (cf_sink_stored_position){drop[i].topic, drop[i].partition, -1, NULL};
+        for (size_t i = 0; i < nset; i++)
+            ss[i] = (cf_sink_stored_position){set[i].topic, set[i].partition, set[i].next_offset, NULL};
+        rc = sp->alter_positions(c->cfg, c->name, reset, ds, ndrop, ss, nset, err);
+        if (rc)
+            cf_err_hint(err, "The consumer group connect-%s was changed already; the sink's own positions were not, "
+                             "and they win at its next start. Retry the request.", c->name);
+        free(ds);
+        free(ss);
+    }
+    *count = nset + ndrop;
+    for (size_t i = 0; i < nset; i++) free(set[i].topic);
+    for (size_t i = 0; i < ndrop; i++) free(drop[i].topic);
+    free(set);
+    free(drop);
+    return rc;
+}
+
 /* PATCH (body) or DELETE (body NULL) of /connectors/{name}/offsets. */
 static cf_code modify_offsets(cf_worker *w, const char *name, const char *body, size_t len, char **message,
                               cf_err *err) {
@@ -920,25 +1003,22 @@ static cf_code modify_offsets(cf_worker *w, const char *name, const char *body, 
     conn *c = op_begin(w, name, reset ? "reset" : "altered", err);
     if (!c) return err ? err->code : CF_ERR_NOT_FOUND;
     cf_value **parts = NULL, **offs = NULL;
-    size_t n = 0;
+    size_t n = 0, sink_n = 0;
     cf_code rc = CF_OK;
     /* held throughout: no resume starts the tasks while their offsets change */
     pthread_mutex_lock(&c->life);
     if (c->retired) {
         rc = retired_err(err, name, reset ? "reset" : "altered");
-    } else if (c->is_sink) {
-        rc = cf_err_set(err, CF_ERR_UNSUPPORTED,
-                        "the offsets of sink connector %s cannot be %s over REST yet (source connectors only)", name,
-                        reset ? "reset" : "altered");
-        cf_err_detail(err, "a sink's positions are its consumer group's committed offsets (connect-%s) and, for a sink "
-                           "that keeps its own (cdc-sink: the target's _cdcflow_positions table), the target's, which win "
-                           "at its next start; changing only one of them would be undone by the other", name);
     } else if (!atomic_load(&c->stopped)) {
         /* Connect's words (StandaloneHerder) */
         rc = cf_err_set(err, CF_ERR_INVALID,
                         "Connectors must be in the STOPPED state before their offsets can be modified. This can be done "
                         "for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint",
                         name);
+    } else if (c->is_sink) {
+        rc = modify_sink_offsets(w, c, body, len, &n, err);
+        sink_n = n;
+        n = 0;
     } else if (!w->offsets) {
         rc = cf_err_set(err, CF_ERR_STATE, "the worker has no offset store");
     } else if (!reset) {
@@ -959,7 +1039,7 @@ static cf_code modify_offsets(cf_worker *w, const char *name, const char *body, 
         }
         json_decref(a);
     }
-    if (!rc) {
+    if (!rc && !c->is_sink) {
         for (size_t i = 0; i < n; i++)
             if (parts[i]) cf_offset_store_put(w->offsets, name, parts[i], offs[i]);
         rc = cf_offset_store_flush(w->offsets, err);
@@ -972,8 +1052,15 @@ static cf_code modify_offsets(cf_worker *w, const char *name, const char *body, 
         char m[128];
         snprintf(m, sizeof m, "The offsets for this connector have been %s successfully", reset ? "reset" : "altered");
         *message = cf_xstrdup(m);
-        CF_INFO(COMP, "connector %s: offsets %s (%zu source partition%s)", name, reset ? "reset" : "altered", n,
-                n == 1 ? "" : "s");
+        if (c->is_sink && reset)
+            CF_INFO(COMP, "connector %s: offsets reset (consumer group connect-%s deleted, the sink's positions removed)",
+                    name, name);
+        else if (c->is_sink)
+            CF_INFO(COMP, "connector %s: offsets altered (%zu topic partition%s, in consumer group connect-%s and the "
+                          "sink's positions)", name, sink_n, sink_n == 1 ? "" : "s", name);
+        else
+            CF_INFO(COMP, "connector %s: offsets %s (%zu source partition%s)", name, reset ? "reset" : "altered", n,
+                    n == 1 ? "" : "s");
     }
     for (size_t i = 0; i < n; i++) cf_value_destroy(parts[i]), cf_value_destroy(offs[i]);
     free(parts);

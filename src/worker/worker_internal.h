@@ -183,6 +183,14 @@ const char *cf_worker_kafka_bootstrap(const struct cf_worker *w);
  * array of Connect's GET /connectors/{name}/offsets for a sink:
  * [{"partition":{"kafka_topic":t,"kafka_partition":p},"offset":{"kafka_offset":o}}],
  * partitions without a committed offset left out. *out is a jansson array. */
+/* Change consumer group `group`'s committed offsets (the group must have no
+ * members: a stopped sink's): the whole group deleted when delete_group,
+ * else drop[] removed (DeleteConsumerGroupOffsets) and set[] committed
+ * (AlterConsumerGroupOffsets). A group that does not exist is nothing to
+ * delete. */
+cf_code cf_worker_kafka_group_alter(struct cf_worker *w, const char *group, const cf_props *conn, bool delete_group,
+                                    const cf_tp_pos *drop, size_t ndrop, const cf_tp_pos *set, size_t nset,
+                                    cf_err *err);
 cf_code cf_worker_kafka_group_offsets(struct cf_worker *w, const char *group, const char *const *topics,
                                       size_t n_topics, const cf_props *conn, void **out, cf_err *err);
 typedef struct cf_kafka_env cf_kafka_env;

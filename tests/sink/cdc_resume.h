@@ -18,6 +18,45 @@
 #include "cdc_gen.h"
 #include "cdcflow/sink.h"
 
+/* "stream:partition=next" of every stored position, sorted (static buffer). */
+static inline const char *stored_text(cf_sink *s) {
+    static char b[512];
+    cf_sink_stored_position *p = NULL;
+    size_t n = 0;
+    cf_err err;
+    if (cf_sink_read_positions(s, &p, &n, &err)) fail_msg("read positions: %s", err.message);
+    b[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s:%d=%lld", i ? " " : "", p[i].stream, (int)p[i].partition,
+                 (long long)p[i].next_offset);
+    cf_sink_stored_positions_free(p, n);
+    return b;
+}
+
+/* Stored positions changed while no task runs (REST's PATCH and DELETE of a
+ * stopped sink's offsets): set, drop one, drop all; each in one transaction,
+ * and what another consumer stored is left alone. */
+static inline void alter_positions_check(const cf_sink_options *base, const cf_sink_target *tg) {
+    cf_sink_options o = *base, other = *base;
+    o.consumer = "alter";
+    other.consumer = "bystander";
+    cf_sink *s = NULL, *b = NULL;
+    cf_err err;
+    if (cf_sink_new(&o, tg, &s, &err) || cf_sink_new(&other, tg, &b, &err)) fail_msg("open: %s", err.message);
+    cf_sink_stored_position set[] = {{"t", 0, 10, NULL}, {"t", 1, 20, NULL}, {"u", 0, 5, NULL}};
+    assert_int_equal(cf_sink_alter_positions(b, false, NULL, 0, set, 1, &err), CF_OK);
+    assert_int_equal(cf_sink_alter_positions(s, false, NULL, 0, set, 3, &err), CF_OK);
+    assert_string_equal(stored_text(s), "t:0=10 t:1=20 u:0=5");
+    cf_sink_stored_position moved[] = {{"t", 0, 3, NULL}}, dropped[] = {{"t", 1, -1, NULL}};
+    assert_int_equal(cf_sink_alter_positions(s, false, dropped, 1, moved, 1, &err), CF_OK);
+    assert_string_equal(stored_text(s), "t:0=3 u:0=5");
+    assert_int_equal(cf_sink_alter_positions(s, true, NULL, 0, NULL, 0, &err), CF_OK);
+    assert_string_equal(stored_text(s), "");
+    assert_string_equal(stored_text(b), "t:0=10");
+    cf_sink_destroy(s);
+    cf_sink_destroy(b);
+}
+
 /* The position after record i of partition p. */
 static inline void pos_of(const gen *g, int p, size_t from, size_t k, cf_sink_position *out) {
     for (size_t i = 0; i < k; i++)

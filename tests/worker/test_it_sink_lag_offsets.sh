@@ -12,7 +12,10 @@
 #     task's sum (cdcflow_task_lag_records) too;
 #   - GET /connectors/{name}/offsets (curl, Connect's response shape) gives
 #     what confluent-kafka's Consumer.committed reads for the group
-#     connect-<name>: partition 0 at 12,000, partition 1 (never read) absent.
+#     connect-<name>: partition 0 at 12,000, partition 1 (never read) absent;
+#   - PATCH (running: 400; stopped: 200) moves partition 0 to 6000 in the
+#     group and in the sink's positions, and the resumed sink reads 6,000
+#     records; DELETE removes both, and the resumed sink reads all 12,000.
 # The lag is checked against what Kafka says: the high watermark, read by
 # confluent-kafka (an outside client).
 set -euo pipefail
@@ -99,5 +102,48 @@ want = {"offsets": [{"partition": {"kafka_topic": sys.argv[2], "kafka_partition"
 sys.exit(0 if b == want else 1)
 P
 echo "GET offsets: $(cat "$T/offsets.json")" >&2
+
+# PATCH and DELETE of a stopped sink's offsets (KIP-875, Connect's request
+# shapes): both the consumer group (read by confluent-kafka) and the sink's
+# own positions (the target's _cdcflow_positions, which win at a start)
+# change, and the resumed sink reads from there.
+url="http://127.0.0.1:$(cat "$T/s.port")/connectors/$NAME"
+req() { curl -s -m 60 -o "$T/body" -w '%{http_code}' -X "$1" "$url$2" -H 'Content-Type: application/json' ${3:+--data "$3"}; }
+stored() { sqlite3 "$T/s.db" "SELECT group_concat(\"partition\" || ':' || next_offset, ' ') FROM _cdcflow_positions WHERE consumer = '$NAME'"; }
+records_in() { metric s cdcflow_task_records_in_total "$NAME"; }
+patch='{"offsets":[{"partition":{"kafka_topic":"'$TOPIC'","kafka_partition":0},"offset":{"kafka_offset":6000}}]}'
+c=$(req PATCH /offsets "$patch")
+[[ $c == 400 ]] || fail "PATCH offsets of a running sink: want 400, got $c $(cat "$T/body")"
+c=$(req PUT /stop)
+[[ $c == 204 ]] || fail "PUT stop: $c $(cat "$T/body")"
+c=$(req PATCH /offsets '{"offsets":[{"partition":{"kafka_topic":"'$TOPIC'"},"offset":{"kafka_offset":1}}]}')
+[[ $c == 400 ]] && grep -q kafka_partition "$T/body" || fail "PATCH without kafka_partition: want 400 naming it, got $c $(cat "$T/body")"
+c=$(req PATCH /offsets "$patch")
+[[ $c == 200 ]] && grep -q "altered successfully" "$T/body" || fail "PATCH offsets: $c $(cat "$T/body")"
+[[ $(committed) == "6000 -1001" ]] || fail "after PATCH the group has '$(committed)', want '6000 -1001'"
+[[ $(stored) == "0:6000" ]] || fail "after PATCH the sink's positions are '$(stored)', want '0:6000'"
+c=$(req GET /offsets)
+grep -q '"kafka_offset":6000' "$T/body" || fail "GET offsets after PATCH: $(cat "$T/body")"
+# the task's counters go on across a stop and a resume: what it reads now is the difference
+base=$(records_in)
+c=$(req PUT /resume)
+[[ $c == 202 ]] || fail "PUT resume: $c $(cat "$T/body")"
+reread() { [[ $(( $(records_in) - base )) -ge $1 && $(series) == "0 0 0" ]]; }
+wait_until 120 "the resumed sink reading offsets 6000-11999" reread 6000
+sleep 1
+[[ $(( $(records_in) - base )) -eq 6000 ]] || fail "the resumed sink read $(( $(records_in) - base )) records, want 6000"
+c=$(req PUT /stop)
+[[ $c == 204 ]] || fail "PUT stop: $c"
+c=$(req DELETE /offsets)
+[[ $c == 200 ]] && grep -q "reset successfully" "$T/body" || fail "DELETE offsets: $c $(cat "$T/body")"
+[[ $(committed) == "-1001 -1001" ]] || fail "after DELETE the group has '$(committed)', want none"
+[[ -z $(stored) ]] || fail "after DELETE the sink's positions are '$(stored)', want none"
+base=$(records_in)
+c=$(req PUT /resume)
+[[ $c == 202 ]] || fail "PUT resume: $c $(cat "$T/body")"
+wait_until 240 "the reset sink reading every record again" reread "$total"
+sleep 1
+[[ $(( $(records_in) - base )) -eq $total ]] || fail "the reset sink read $(( $(records_in) - base )) records, want $total"
+[[ $(rows) -eq $N ]] || fail "the table has $(rows) rows after the rereads, want $N"
 timed_stop s
 echo OK

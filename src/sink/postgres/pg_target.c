@@ -985,6 +985,24 @@ static cf_code pgt_save_positions(void *state, const char *consumer, const cf_si
     return rc;
 }
 
+static cf_code pgt_drop_positions(void *state, const char *consumer, const char *stream, int32_t partition,
+                                  cf_err *err) {
+    pg *q = state;
+    cf_buf b = CF_BUF_INIT;
+    cf_buf_append_str(&b, "DELETE FROM ");
+    qtab(&b, q, "_cdcflow_positions", "");
+    cf_buf_append_str(&b, stream ? " WHERE consumer = $1 AND stream = $2 AND \"partition\" = $3" : " WHERE consumer = $1");
+    char part[16];
+    snprintf(part, sizeof part, "%d", (int)partition);
+    const char *params[3] = {consumer, stream, part};
+    PGresult *r = PQexecParams(q->c, b.data, stream ? 3 : 1, NULL, params, NULL, NULL, 0);
+    cf_code rc = CF_OK;
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) rc = pg_fail(q, r, err, "removing input positions", b.data);
+    else PQclear(r);
+    cf_buf_free(&b);
+    return rc;
+}
+
 static cf_code pgt_load_positions(void *state, const char *consumer, cf_sink_stored_position **out, size_t *n,
                                   cf_err *err) {
     pg *q = state;
@@ -1098,6 +1116,7 @@ const cf_sink_target cf_sink_target_postgres = {
     .close = pgt_close,
     .save_positions = pgt_save_positions,
     .load_positions = pgt_load_positions,
+    .drop_positions = pgt_drop_positions,
     .stored_seq = pgt_stored_seq,
     .state_get = pgt_state_get,
     .state_put = pgt_state_put,

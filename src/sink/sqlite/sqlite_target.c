@@ -924,6 +924,22 @@ static cf_code sq_save_positions(void *state, const char *consumer, const cf_sin
     return CF_OK;
 }
 
+static cf_code sq_drop_positions(void *state, const char *consumer, const char *stream, int32_t partition,
+                                 cf_err *err) {
+    sq *q = state;
+    const char *sql = stream ? "DELETE FROM \"_cdcflow_positions\" WHERE \"consumer\" = ?1 AND \"stream\" = ?2 AND "
+                               "\"partition\" = ?3"
+                             : "DELETE FROM \"_cdcflow_positions\" WHERE \"consumer\" = ?1";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return db_err(q, err, "preparing the positions statement", sql);
+    sqlite3_bind_text(st, 1, consumer, -1, SQLITE_STATIC);
+    if (stream) sqlite3_bind_text(st, 2, stream, -1, SQLITE_STATIC), sqlite3_bind_int(st, 3, partition);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return r == SQLITE_DONE ? CF_OK : db_err(q, err, "removing input positions", sql);
+}
+
 static cf_code sq_load_positions(void *state, const char *consumer, cf_sink_stored_position **out, size_t *n,
                                  cf_err *err) {
     sq *q = state;
@@ -1027,6 +1043,7 @@ const cf_sink_target cf_sink_target_sqlite = {
     .close = sq_close,
     .save_positions = sq_save_positions,
     .load_positions = sq_load_positions,
+    .drop_positions = sq_drop_positions,
     .stored_seq = sq_stored_seq,
     .state_get = sq_state_get,
     .state_put = sq_state_put,

@@ -251,6 +251,14 @@ static long long pg_int(const char *q) {
     return v;
 }
 
+static void test_alter_positions(void **state) {
+    (void)state;
+    fresh_schema();
+    cf_sink_options o;
+    opts_for(&o);
+    alter_positions_check(&o, &cf_sink_target_postgres);
+}
+
 static void test_positions_kill9(void **state) {
     (void)state;
     fresh_schema();
@@ -327,6 +335,7 @@ int main(void) {
         cmocka_unit_test(test_gen_staleness),
         cmocka_unit_test(test_fresh_view),
         cmocka_unit_test(test_gen_100k),
+        cmocka_unit_test(test_alter_positions),
         cmocka_unit_test(test_positions_kill9),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

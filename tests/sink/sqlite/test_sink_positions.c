@@ -170,6 +170,15 @@ static void test_round_trip(void **state) {
 
 /* Applies forced inside a put store the positions of exactly what they
  * wrote: after a crash (no flush) the rows and the positions agree. */
+static void test_alter_positions(void **state) {
+    (void)state;
+    char path[300];
+    db_path(path, sizeof path, "alter", 0);
+    cf_sink_options o;
+    opts_for(&o, path);
+    alter_positions_check(&o, &cf_sink_target_sqlite);
+}
+
 static void test_applies_inside_a_put(void **state) {
     (void)state;
     char path[300];
@@ -508,6 +517,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_alter_positions),
         cmocka_unit_test(test_applies_inside_a_put),
         cmocka_unit_test(test_bad_records_move_the_position),
         cmocka_unit_test(test_source_positions),
