@@ -93,6 +93,18 @@ static const cf_record *find(const bctx *b, const char *t, cf_sc_op op, int64_t 
     return NULL;
 }
 
+/* A range event's predicates as "field OP value,..." appended to t. */
+static void preds_text(const cf_record *r, cf_buf *t) {
+    const cf_value *arr = field(r->value, "range");
+    for (size_t k = 0; k < arr->u.arr.len; k++) {
+        const cf_value *pr = arr->u.arr.items[k];
+        const char *f = str_of(field(pr, "field"));
+        const cf_value *v = field(field(pr, "value"), f);
+        if (v->type == CF_STRING) cf_buf_printf(t, "%s%s %s %s", k ? "," : "", f, str_of(field(pr, "rangePredicateType")), v->u.s.ptr);
+        else cf_buf_printf(t, "%s%s %s %lld", k ? "," : "", f, str_of(field(pr, "rangePredicateType")), (long long)v->u.i);
+    }
+}
+
 static char *fields_text(const cf_value *arr) {
     cf_buf b = CF_BUF_INIT;
     cf_buf_append_str(&b, "");
@@ -247,16 +259,9 @@ static void test_statements(void **state) {
     };
     for (size_t i = 0; i < sizeof rd / sizeof *rd; i++) {
         r = find(b, "events", CF_SC_OP_DELETE_RANGE, rd[i].ts, 0);
-        const cf_value *arr = field(r->value, "range");
         cf_buf t = CF_BUF_INIT;
         cf_buf_append_str(&t, "");
-        for (size_t k = 0; k < arr->u.arr.len; k++) {
-            const cf_value *pr = arr->u.arr.items[k];
-            const char *f = str_of(field(pr, "field"));
-            const cf_value *v = field(field(pr, "value"), f);
-            if (v->type == CF_STRING) cf_buf_printf(&t, "%s%s %s %s", k ? "," : "", f, str_of(field(pr, "rangePredicateType")), v->u.s.ptr);
-            else cf_buf_printf(&t, "%s%s %s %lld", k ? "," : "", f, str_of(field(pr, "rangePredicateType")), (long long)v->u.i);
-        }
+        preds_text(r, &t);
         if (strcmp(t.data, rd[i].preds)) fail_msg("range at %lld: \"%s\", want \"%s\"", (long long)rd[i].ts, t.data, rd[i].preds);
         cf_buf_free(&t);
     }
@@ -481,15 +486,8 @@ static void test_multi_column_range(void **state) {
         for (size_t i = 0; i < g.n; i++) {
             assert_int_equal(g.op[i], CF_SC_OP_DELETE_RANGE);
             assert_int_equal(ts_of(g.r[i]), 1000);
-            const cf_value *arr = field(g.r[i]->value, "range");
             if (i) cf_buf_append_str(&t, "|");
-            for (size_t j = 0; j < arr->u.arr.len; j++) {
-                const cf_value *pr = arr->u.arr.items[j];
-                const char *f = str_of(field(pr, "field"));
-                const cf_value *v = field(field(pr, "value"), f);
-                if (v->type == CF_STRING) cf_buf_printf(&t, "%s%s %s %s", j ? "," : "", f, str_of(field(pr, "rangePredicateType")), v->u.s.ptr);
-                else cf_buf_printf(&t, "%s%s %s %lld", j ? "," : "", f, str_of(field(pr, "rangePredicateType")), (long long)v->u.i);
-            }
+            preds_text(g.r[i], &t);
             cf_record_destroy(g.r[i]);
         }
         if (strcmp(t.data, cases[k].want)) fail_msg("case %zu: \"%s\", want \"%s\"", k, t.data, cases[k].want);
