@@ -345,7 +345,10 @@ static bool read_object(cf_source_task *t, const cf_native_info *info, const cf_
                 emit_offset(t, pending, info->key, &pend_e);
                 qitem it = {pending, {0}, NULL, 0};
                 pending = NULL;
-                if (!enqueue(t, &it)) break;
+                if (!enqueue(t, &it)) { /* stopping: the record just read goes too */
+                    if (rc == CF_OK) cf_record_destroy(rec);
+                    break;
+                }
             }
             e->record_count = (int64_t)pos.index + 1;
             e->position = (int64_t)pos.end;
