@@ -1188,10 +1188,18 @@ void cf_worker_kafka_ensure_topic(struct cf_worker *w, const char *what, const c
     rd_kafka_destroy(rk);
 }
 
-/* One admin request's answer: the event's error, else the group's, else the
- * first partition's. */
+static rd_kafka_topic_partition_list_t *tp_list(const cf_tp_pos *v, size_t n) {
+    rd_kafka_topic_partition_list_t *pl = rd_kafka_topic_partition_list_new((int)n);
+    for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(pl, v[i].topic, v[i].partition)->offset = v[i].next_offset;
+    return pl;
+}
+
+/* One admin request's answer (ev NULL: none in time): the event's error,
+ * else the group's, else the first partition's. */
 static cf_code group_result(rd_kafka_event_t *ev, const rd_kafka_group_result_t **gs, size_t n, const char *what,
                             const char *group, bool missing_ok, cf_err *err) {
+    if (!ev) return cf_err_set(err, CF_ERR_TRANSPORT, "no answer from Kafka within 20 s: cannot %s of consumer group %s",
+                               what, group);
     rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
     const char *msg = e ? rd_kafka_event_error_string(ev) : NULL;
     const rd_kafka_topic_partition_t *bad = NULL;
@@ -1234,49 +1242,42 @@ cf_code cf_worker_kafka_group_alter(struct cf_worker *w, const char *group, cons
     rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_ANY);
     rd_kafka_AdminOptions_set_request_timeout(opt, 15000, NULL, 0);
     cf_code rc = CF_OK;
-    for (int step = 0; step < 3 && !rc; step++) {
-        rd_kafka_event_t *ev = NULL;
-        if (step == 0 && delete_group) {
-            rd_kafka_DeleteGroup_t *dg = rd_kafka_DeleteGroup_new(group);
-            rd_kafka_DeleteGroups(rk, &dg, 1, opt, q);
-            rd_kafka_DeleteGroup_destroy(dg);
-            ev = rd_kafka_queue_poll(q, 20000);
-            size_t n = 0;
-            const rd_kafka_DeleteGroups_result_t *res = ev ? rd_kafka_event_DeleteGroups_result(ev) : NULL;
-            const rd_kafka_group_result_t **gs = res ? rd_kafka_DeleteGroups_result_groups(res, &n) : NULL;
-            rc = ev ? group_result(ev, gs, n, "delete the offsets", group, true, err)
-                    : cf_err_set(err, CF_ERR_TRANSPORT, "no answer from Kafka deleting consumer group %s", group);
-        } else if ((step == 1 && ndrop) || (step == 2 && nset)) {
-            const cf_tp_pos *v = step == 1 ? drop : set;
-            size_t nv = step == 1 ? ndrop : nset;
-            rd_kafka_topic_partition_list_t *pl = rd_kafka_topic_partition_list_new((int)nv);
-            for (size_t i = 0; i < nv; i++)
-                rd_kafka_topic_partition_list_add(pl, v[i].topic, v[i].partition)->offset = v[i].next_offset;
-            size_t n = 0;
-            const rd_kafka_group_result_t **gs = NULL;
-            if (step == 1) {
-                rd_kafka_DeleteConsumerGroupOffsets_t *d = rd_kafka_DeleteConsumerGroupOffsets_new(group, pl);
-                rd_kafka_DeleteConsumerGroupOffsets(rk, &d, 1, opt, q);
-                rd_kafka_DeleteConsumerGroupOffsets_destroy(d);
-                ev = rd_kafka_queue_poll(q, 20000);
-                const rd_kafka_DeleteConsumerGroupOffsets_result_t *res =
-                    ev ? rd_kafka_event_DeleteConsumerGroupOffsets_result(ev) : NULL;
-                gs = res ? rd_kafka_DeleteConsumerGroupOffsets_result_groups(res, &n) : NULL;
-            } else {
-                rd_kafka_AlterConsumerGroupOffsets_t *a = rd_kafka_AlterConsumerGroupOffsets_new(group, pl);
-                rd_kafka_AlterConsumerGroupOffsets(rk, &a, 1, opt, q);
-                rd_kafka_AlterConsumerGroupOffsets_destroy(a);
-                ev = rd_kafka_queue_poll(q, 20000);
-                const rd_kafka_AlterConsumerGroupOffsets_result_t *res =
-                    ev ? rd_kafka_event_AlterConsumerGroupOffsets_result(ev) : NULL;
-                gs = res ? rd_kafka_AlterConsumerGroupOffsets_result_groups(res, &n) : NULL;
-            }
-            rd_kafka_topic_partition_list_destroy(pl);
-            /* removing an offset the group never had is nothing to do */
-            rc = ev ? group_result(ev, gs, n, step == 1 ? "remove offsets" : "alter offsets", group, step == 1, err)
-                    : cf_err_set(err, CF_ERR_TRANSPORT, "no answer from Kafka changing the offsets of consumer "
-                                                        "group %s", group);
-        }
+    rd_kafka_event_t *ev = NULL;
+    size_t n = 0;
+    const rd_kafka_group_result_t **gs = NULL;
+    if (delete_group) {
+        rd_kafka_DeleteGroup_t *dg = rd_kafka_DeleteGroup_new(group);
+        rd_kafka_DeleteGroups(rk, &dg, 1, opt, q);
+        rd_kafka_DeleteGroup_destroy(dg);
+        const rd_kafka_DeleteGroups_result_t *res =
+            (ev = rd_kafka_queue_poll(q, 20000)) ? rd_kafka_event_DeleteGroups_result(ev) : NULL;
+        gs = res ? rd_kafka_DeleteGroups_result_groups(res, &n) : NULL;
+        rc = group_result(ev, gs, n, "delete the offsets", group, true, err);
+        if (ev) rd_kafka_event_destroy(ev);
+    }
+    if (!rc && ndrop) {
+        rd_kafka_topic_partition_list_t *pl = tp_list(drop, ndrop);
+        rd_kafka_DeleteConsumerGroupOffsets_t *d = rd_kafka_DeleteConsumerGroupOffsets_new(group, pl);
+        rd_kafka_DeleteConsumerGroupOffsets(rk, &d, 1, opt, q);
+        rd_kafka_DeleteConsumerGroupOffsets_destroy(d);
+        rd_kafka_topic_partition_list_destroy(pl);
+        const rd_kafka_DeleteConsumerGroupOffsets_result_t *res =
+            (ev = rd_kafka_queue_poll(q, 20000)) ? rd_kafka_event_DeleteConsumerGroupOffsets_result(ev) : NULL;
+        gs = res ? rd_kafka_DeleteConsumerGroupOffsets_result_groups(res, &n) : NULL;
+        /* removing offsets of a group that has none is nothing to do */
+        rc = group_result(ev, gs, n, "remove offsets", group, true, err);
+        if (ev) rd_kafka_event_destroy(ev);
+    }
+    if (!rc && nset) {
+        rd_kafka_topic_partition_list_t *pl = tp_list(set, nset);
+        rd_kafka_AlterConsumerGroupOffsets_t *al = rd_kafka_AlterConsumerGroupOffsets_new(group, pl);
+        rd_kafka_AlterConsumerGroupOffsets(rk, &al, 1, opt, q);
+        rd_kafka_AlterConsumerGroupOffsets_destroy(al);
+        rd_kafka_topic_partition_list_destroy(pl);
+        const rd_kafka_AlterConsumerGroupOffsets_result_t *res =
+            (ev = rd_kafka_queue_poll(q, 20000)) ? rd_kafka_event_AlterConsumerGroupOffsets_result(ev) : NULL;
+        gs = res ? rd_kafka_AlterConsumerGroupOffsets_result_groups(res, &n) : NULL;
+        rc = group_result(ev, gs, n, "alter offsets", group, false, err);
         if (ev) rd_kafka_event_destroy(ev);
     }
     rd_kafka_AdminOptions_destroy(opt);

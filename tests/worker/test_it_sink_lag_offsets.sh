@@ -15,7 +15,8 @@
 #     connect-<name>: partition 0 at 12,000, partition 1 (never read) absent;
 #   - PATCH (running: 400; stopped: 200) moves partition 0 to 6000 in the
 #     group and in the sink's positions, and the resumed sink reads 6,000
-#     records; DELETE removes both, and the resumed sink reads all 12,000.
+#     records; an offset of null removes partition 0's in both; DELETE
+#     removes both, and the resumed sink reads all 12,000.
 # The lag is checked against what Kafka says: the high watermark, read by
 # confluent-kafka (an outside client).
 set -euo pipefail
@@ -134,6 +135,15 @@ sleep 1
 [[ $(( $(records_in) - base )) -eq 6000 ]] || fail "the resumed sink read $(( $(records_in) - base )) records, want 6000"
 c=$(req PUT /stop)
 [[ $c == 204 ]] || fail "PUT stop: $c"
+# an offset of null removes that partition's, in both places
+c=$(req PATCH /offsets '{"offsets":[{"partition":{"kafka_topic":"'$TOPIC'","kafka_partition":0},"offset":null}]}')
+[[ $c == 200 ]] || fail "PATCH offsets with null: $c $(cat "$T/body")"
+[[ $(committed) == "-1001 -1001" ]] || fail "after PATCH null the group has '$(committed)', want none"
+[[ -z $(stored) ]] || fail "after PATCH null the sink's positions are '$(stored)', want none"
+patch='{"offsets":[{"partition":{"kafka_topic":"'$TOPIC'","kafka_partition":0},"offset":{"kafka_offset":'$total'}}]}'
+c=$(req PATCH /offsets "$patch")
+[[ $c == 200 && $(committed) == "$total -1001" && $(stored) == "0:$total" ]] ||
+    fail "PATCH back to $total: $c, group '$(committed)', positions '$(stored)'"
 c=$(req DELETE /offsets)
 [[ $c == 200 ]] && grep -q "reset successfully" "$T/body" || fail "DELETE offsets: $c $(cat "$T/body")"
 [[ $(committed) == "-1001 -1001" ]] || fail "after DELETE the group has '$(committed)', want none"
