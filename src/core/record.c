@@ -21,10 +21,34 @@ cf_msg *cf_msg_new(void) {
     return m;
 }
 
+cf_msg *cf_msg_new_packed(const char *topic, const void *key, size_t key_len, const void *value, size_t value_len) {
+    size_t tl = topic ? strlen(topic) + 1 : 0, kl = key ? key_len + 1 : 0, vl = value ? value_len + 1 : 0;
+    cf_msg *m = cf_xmalloc(sizeof *m + tl + kl + vl);
+    memset(m, 0, sizeof *m);
+    m->partition = CF_PARTITION_ANY;
+    m->offset = CF_OFFSET_NONE;
+    m->ts_type = CF_TS_NONE;
+    char *p = (char *)(m + 1);
+    if (topic) memcpy(m->topic = p, topic, tl), p += tl;
+    if (key) {
+        memcpy(m->key = p, key, key_len);
+        p[key_len] = 0; /* as cf_msg_set_key's copy */
+        m->key_len = key_len;
+        p += kl;
+    }
+    if (value) {
+        memcpy(m->value = p, value, value_len);
+        p[value_len] = 0;
+        m->value_len = value_len;
+    }
+    m->packed = 7;
+    return m;
+}
+
 void cf_msg_clear(cf_msg *m) {
-    free(m->topic);
-    free(m->key);
-    free(m->value);
+    if (!(m->packed & 1)) free(m->topic);
+    if (!(m->packed & 2)) free(m->key);
+    if (!(m->packed & 4)) free(m->value);
     for (size_t i = 0; i < m->n_headers; i++) {
         free(m->headers[i].key);
         free(m->headers[i].value);
@@ -42,18 +66,21 @@ void cf_msg_destroy(cf_msg *m) {
 }
 
 void cf_msg_set_topic(cf_msg *m, const char *topic) {
-    free(m->topic);
+    if (!(m->packed & 1)) free(m->topic);
+    m->packed &= ~1u;
     m->topic = topic ? cf_xstrdup(topic) : NULL;
 }
 
 void cf_msg_set_key(cf_msg *m, const void *p, size_t len) {
-    free(m->key);
+    if (!(m->packed & 2)) free(m->key);
+    m->packed &= ~2u;
     m->key = p ? cf_xmemdup(p, len) : NULL;
     m->key_len = p ? len : 0;
 }
 
 void cf_msg_set_value(cf_msg *m, const void *p, size_t len) {
-    free(m->value);
+    if (!(m->packed & 4)) free(m->value);
+    m->packed &= ~4u;
     m->value = p ? cf_xmemdup(p, len) : NULL;
     m->value_len = p ? len : 0;
 }

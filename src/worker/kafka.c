@@ -668,15 +668,13 @@ static cf_code cons_poll(void *st, cf_msg **out, size_t max, size_t *n, int time
         }
         recovered(&c->log);
         c->kicked = false;
-        cf_msg *x = cf_msg_new();
-        cf_msg_set_topic(x, rd_kafka_topic_name(m->rkt));
+        /* one allocation per message (topic, key and value in it) */
+        cf_msg *x = cf_msg_new_packed(rd_kafka_topic_name(m->rkt), m->key, m->key_len, m->payload, m->len);
         x->partition = m->partition;
         x->offset = m->offset;
         rd_kafka_timestamp_type_t tt;
         x->timestamp = rd_kafka_message_timestamp(m, &tt);
         x->ts_type = (cf_ts_type)tt;
-        if (m->key) cf_msg_set_key(x, m->key, m->key_len);
-        if (m->payload) cf_msg_set_value(x, m->payload, m->len);
         rd_kafka_headers_t *h = NULL;
         if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h) {
             const char *name;
