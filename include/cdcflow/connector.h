@@ -106,6 +106,15 @@ typedef struct cf_sink_plugin {
     cf_code (*put)(void *task, cf_record *const *records, size_t n, cf_err *err);
     cf_code (*flush)(void *task, cf_err *err);
     void (*stop)(void *task);
+    /* Optional (Connect's preCommit, in two calls): begin writing what was
+     * put so far and return while it is written, so the worker reads and
+     * puts the next records meanwhile; *ticket names the write. flush_wait
+     * says whether it has ended (waiting for it when `wait`); only then are
+     * the positions read before flush_begin committed. flush still writes
+     * everything put, one begun before included. An error of a begun write
+     * is returned by every later call. */
+    cf_code (*flush_begin)(void *task, uint64_t *ticket, cf_err *err);
+    cf_code (*flush_wait)(void *task, uint64_t ticket, bool wait, bool *done, cf_err *err);
     /* Optional (NULL: the sink keeps no positions): the positions stored with
      * the data (cf_sink_ctx_positions), read now. The worker calls it after
      * start and whenever it is assigned partitions, and resumes its input from

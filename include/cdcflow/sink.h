@@ -76,7 +76,10 @@
  * cf_sink_put stay the caller's; what the engine keeps it copies into its
  * own batch memory. THREADS: one engine per task thread; with
  * max_staleness_s > 0 the engine runs one background thread with its own
- * target connection. Several engines (tasks) may share one database.
+ * target connection; with async_apply one writer thread applies a batch on
+ * the engine's connection while the caller routes the next one (never two
+ * threads on the connection at once). Several engines (tasks) may share one
+ * database.
  */
 #ifndef CDCFLOW_SINK_H
 #define CDCFLOW_SINK_H
@@ -175,6 +178,11 @@ typedef struct cf_sink_options {
      * schema files (the sidecar's schema.files) that tell sets from lists
      * and static columns; NULL: from the events alone */
     const char *cassandra_schema;
+    /* Apply in a writer thread while the next batch is routed (see
+     * cf_sink_flush_begin); only where the target allows it
+     * (cf_sink_target.writer_thread) and without max_staleness_s. Off:
+     * every apply runs in the caller's thread. */
+    bool async_apply;
 } cf_sink_options;
 
 /* Fill the defaults (sqlite, auto-create on, new fields on, topics
@@ -267,10 +275,16 @@ typedef struct cf_change {
 /* A target applies compacted changes with the rules above. Every function
  * returns CF_OK or fills err (CF_ERR_TARGET for the database's refusals,
  * with the SQL state / message in detail). One target state is used by one
- * thread. Adding a target = one file defining a cf_sink_target and one line
+ * thread at a time (with writer_thread, not always the same one). Adding
+ * a target = one file defining a cf_sink_target and one line
  * in the table of targets (src/sink/targets.c) and in src/cli/plugins.c. */
 typedef struct cf_sink_target {
     const char *name;
+    /* Its state may be used by the engine's writer thread (async_apply):
+     * one thread at a time, but not the one that opened it, and its apply
+     * never calls cf_sink_table_reject (the reporter runs in the task's
+     * thread only). */
+    bool writer_thread;
     cf_code (*open)(const cf_sink_options *opts, void **state, cf_err *err);
     /* Make the table exist with t's columns (create, add columns, check
      * the primary key, record the sequence section count). Called before the
@@ -401,8 +415,22 @@ cf_code cf_sink_read_positions(cf_sink *s, cf_sink_stored_position **out, size_t
  * CF_ERR_UNSUPPORTED when the sink keeps no positions. */
 cf_code cf_sink_alter_positions(cf_sink *s, bool all, const cf_sink_stored_position *drop, size_t ndrop,
                                 const cf_sink_stored_position *set, size_t nset, cf_err *err);
-/* Compact and apply (or stage) everything buffered, in one transaction. */
+/* Compact and apply (or stage) everything buffered, in one transaction;
+ * with async_apply, after the write begun before it ended. */
 cf_code cf_sink_flush(cf_sink *s, cf_err *err);
+/* async_apply: hand everything buffered (and the positions it reaches) to
+ * the writer thread and return while it is applied, so the next records
+ * are routed meanwhile (one write at a time: a write begun before is waited
+ * for first, and its error returned). *ticket names this write for
+ * cf_sink_flush_wait. Without async_apply it is cf_sink_flush (the write
+ * has ended when it returns). A failed write fails every later call: the
+ * engine must be destroyed, and its input read again from what was
+ * committed before. */
+cf_code cf_sink_flush_begin(cf_sink *s, uint64_t *ticket, cf_err *err);
+/* Whether the write `ticket` (and every one before it) has ended: *done,
+ * waiting for it when `wait`. Its error, or the error of a later
+ * write that ended meanwhile, is returned. */
+cf_code cf_sink_flush_wait(cf_sink *s, uint64_t ticket, bool wait, bool *done, cf_err *err);
 /* Staleness mode: apply what is staged now (the background thread calls
  * it; tests and shutdown too). */
 cf_code cf_sink_apply_staged(cf_sink *s, cf_err *err);

@@ -799,6 +799,9 @@ static cf_code open_task(const cf_config *config, cf_sink_ctx *ctx, const char *
         if (!rc) rc = key_transform("HoistField$Key", "field", r.pk_fields, 1, &t->pk_hoist, err);
     }
     o.consumer = consumer;
+    /* a worker's task writes in the background while it reads on (the
+     * worker commits after flush_wait); alter_positions' engine does not */
+    o.async_apply = ctx != NULL;
     if (!rc && ctx) log_start(config, &r, consumer ? consumer : "cdc-sink");
     if (!rc) rc = cf_sink_new(&o, tg, &t->sink, err);
     free(kl);
@@ -922,6 +925,20 @@ static cf_code flush(void *tp, cf_err *err) {
     return rc;
 }
 
+static cf_code flush_begin(void *tp, uint64_t *ticket, cf_err *err) {
+    task *t = tp;
+    cf_code rc = cf_sink_flush_begin(t->sink, ticket, err);
+    publish_stats(t);
+    return rc;
+}
+
+static cf_code flush_wait(void *tp, uint64_t ticket, bool wait, bool *done, cf_err *err) {
+    task *t = tp;
+    cf_code rc = cf_sink_flush_wait(t->sink, ticket, wait, done, err);
+    if (*done || rc) publish_stats(t);
+    return rc;
+}
+
 static void stop(void *tp) {
     task *t = tp;
     if (!t) return;
@@ -945,6 +962,6 @@ const cf_connector_plugin cf_connector_cdc_sink = {
     .description = "Debezium change events to SQLite / PostgreSQL tables with BigQuery's CDC semantics",
     .version = "0.1.0",
     .config = &cf_sink_config_table,
-    .u.sink = {.start = start, .put = put, .flush = flush, .stop = stop, .positions = positions,
-               .alter_positions = alter_positions},
+    .u.sink = {.start = start, .put = put, .flush = flush, .stop = stop, .flush_begin = flush_begin,
+               .flush_wait = flush_wait, .positions = positions, .alter_positions = alter_positions},
 };

@@ -9,6 +9,19 @@
  * the same key replaces the buffered one when its sequence number is >=, so
  * a flush hands each key once to the target. Everything buffered lives in
  * one arena reset after a successful flush.
+ *
+ * THE WRITER THREAD (async_apply). Routing and the database's work take
+ * about the same time (bench_sink), so one thread doing both leaves a core
+ * idle while the other waits on it. With async_apply a flush hands the
+ * whole batch over (the tables' change arrays, the arena they live in and a
+ * copy of the positions it reaches: the flight) to one writer thread and
+ * routing goes on into a fresh buffer; the next flush first waits for the
+ * flight. The writer alone uses the target connection while a flight is
+ * up; everything routing does that the writer reads (the table list, a
+ * table's columns, the connection for a stored sequence, Cassandra's state)
+ * waits for the flight first (settle). A flight's failure is kept: every
+ * later call returns it, so no later write can move the positions past
+ * changes that were lost.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +52,8 @@ typedef struct sk_table {
     bool ensured;          /* the target has the table with n_created_cols columns */
     cf_change **batch;     /* this flush's changes, one per key */
     size_t nb, capb;
+    cf_change **fbatch;    /* the flight's (async_apply), read by the writer */
+    size_t fnb, fcapb;
     int64_t last_purge;
     void *bg_state; /* the background connection's statement cache */
     /* per partition: the last offset put and the stream's epoch, which
@@ -113,7 +128,27 @@ struct cf_sink {
     size_t n_pos, cap_pos, last_topic_pos, last_source_pos;
     bool pos_dirty;
     sk_cass *cass; /* Cassandra change events' partition states (cassandra.c) */
+    /* async_apply: the writer thread and its flight (see the top) */
+    bool async;                   /* asked for and allowed (target, no staleness) */
+    bool wr_running, wr_quit;     /* wr_quit under wmu */
+    pthread_t wr;
+    pthread_mutex_t wmu;
+    pthread_cond_t wcv;           /* a flight handed over, or one ended */
+    bool flying;                  /* under wmu: handed over, not ended */
+    bool up;                      /* the caller's side: a flight not yet collected */
+    uint64_t begun, done;         /* tickets: the last write begun, the last one ended */
+    cf_arena *farena;             /* the flight's cells */
+    cf_sink_stored_position *fpos; /* the positions it stores (owned copies) */
+    size_t n_fpos;
+    cf_code frc;                  /* the flight's result, its time and rows (under wmu) */
+    cf_err ferr;
+    double f_db_s;
+    uint64_t f_written;
+    bool failed;                  /* a flight failed: fail_err for every later call */
+    cf_err fail_err;
 };
+
+static void settle(cf_sink *s);
 
 static double now_s(void) {
     struct timespec ts;
@@ -189,6 +224,7 @@ static void table_free(cf_sink *s, sk_table *t) {
     cf_schema_unref(t->key_schema);
     map_clear(&t->map);
     free(t->batch);
+    free(t->fbatch);
     free(t->last_off);
     free(t->epoch);
     free(t);
@@ -231,6 +267,7 @@ static cf_code check_key_schema(cf_sink *s, sk_table *t, const cf_schema *ks, cf
         return CF_ERR_SCHEMA;
     }
     if (t->t.n_key == 0) { /* first record: the key defines the primary key */
+        settle(s);         /* columns change: not while the writer reads them */
         if (ks->n_fields > 16) {
             cf_err_set(err, CF_ERR_SCHEMA, "record key has %zu fields; a primary key may have at most 16",
                        ks->n_fields);
@@ -341,6 +378,7 @@ static cf_code build_map(cf_sink *s, sk_table *t, const cf_schema *vs, cf_err *e
             }
             free(n);
         } else {
+            settle(s); /* a new column: not while the writer reads the columns (and ensured is its) */
             if (t->ensured && !s->o.allow_new_fields) {
                 cf_err_set(err, CF_ERR_SCHEMA, "field \"%s\" has no column in table \"%s\"", f->name, t->t.name);
                 cf_err_where(err, "%s", f->name);
@@ -402,6 +440,7 @@ static cf_code table_for(cf_sink *s, const char *topic, sk_table **out, cf_err *
             free(name);
             return CF_ERR_CONFIG;
         }
+    settle(s); /* the writer walks the table list */
     sk_table *t = cf_xcalloc(1, sizeof *t);
     t->t.name = name;
     t->t.topic = cf_xstrdup(topic);
@@ -605,6 +644,7 @@ static cf_code order_unknown_delete(cf_sink *s, sk_table *t, cf_change *c, const
         stored = t->batch[e->slot]->seq;
         found = true;
     } else if (s->tg->stored_seq) {
+        settle(s); /* the connection is the writer's while a flight is up, and it may hold the key's version */
         cf_code rc = s->tg->stored_seq(s->ts, &t->t, c, &found, &stored, err);
         if (rc) return rc;
     }
@@ -629,7 +669,10 @@ static cf_code order_unknown_delete(cf_sink *s, sk_table *t, cf_change *c, const
 }
 
 static cf_code route(cf_sink *s, const cf_record *rec, bool retry, cf_err *err) {
-    if (sk_cass_is_event(rec)) return sk_cass_route(s, s->cass, rec, err); /* Cassandra's semantics */
+    if (sk_cass_is_event(rec)) { /* Cassandra's semantics; its state is read with the connection */
+        settle(s);
+        return sk_cass_route(s, s->cass, rec, err);
+    }
     sk_class k;
     cf_code rc = sk_classify(&s->o, rec, &k, err);
     if (rc) return rc;
@@ -760,6 +803,7 @@ cf_code sk_engine_column(cf_sink *s, cf_sink_table *st, const char *field, cf_co
     sk_table *t = (sk_table *)st; /* t->t is the first member */
     char *n = col_name(s, field);
     int c = find_col(t, n);
+    if (c < 0) settle(s); /* a new column: not while the writer reads the columns */
     if (reserved_name(n)) {
         cf_err_set(err, CF_ERR_SCHEMA, "column \"%s\" would be \"%s\", a reserved name", field, n);
         free(n);
@@ -947,17 +991,25 @@ static void pos_own(cf_sink *s) {
     }
 }
 
-static cf_code pos_save(cf_sink *s, cf_err *err) {
-    if (!s->pos_dirty || !keeps_positions(s)) return CF_OK;
+/* The dirty positions as the target stores them: borrowed strings, or
+ * copies (a flight's: routing goes on changing the originals). */
+static cf_sink_stored_position *pos_collect(cf_sink *s, bool copy, size_t *n) {
     pos_own(s);
-    cf_sink_stored_position *v = cf_xmalloc(s->n_pos * sizeof *v);
+    cf_sink_stored_position *v = cf_xmalloc((s->n_pos ? s->n_pos : 1) * sizeof *v);
     size_t k = 0;
-    for (size_t i = 0; i < s->n_pos; i++)
-        if (s->pos[i].dirty)
-            v[k++] = (cf_sink_stored_position){s->pos[i].stream, s->pos[i].partition, s->pos[i].next_offset,
-                                               s->pos[i].source ? s->pos[i].offset_json : NULL};
-    cf_code rc = s->tg->save_positions(s->ts, s->o.consumer, v, k, err);
-    free(v);
+    for (size_t i = 0; i < s->n_pos; i++) {
+        const sk_pos *p = &s->pos[i];
+        if (!p->dirty) continue;
+        const char *off = p->source ? p->offset_json : NULL;
+        v[k++] = (cf_sink_stored_position){copy ? cf_xstrdup(p->stream) : p->stream, p->partition, p->next_offset,
+                                           copy && off ? cf_xstrdup(off) : (char *)off};
+    }
+    *n = k;
+    return v;
+}
+
+static cf_code pos_save(cf_sink *s, const cf_sink_stored_position *v, size_t n, cf_err *err) {
+    cf_code rc = s->tg->save_positions(s->ts, s->o.consumer, v, n, err);
     if (rc) cf_err_where(err, "positions of %s", s->o.consumer);
     return rc;
 }
@@ -981,6 +1033,7 @@ cf_code cf_sink_read_positions(cf_sink *s, cf_sink_stored_position **out, size_t
     *out = NULL;
     *n = 0;
     if (!keeps_positions(s)) return CF_OK;
+    settle(s); /* the connection */
     pthread_mutex_lock(&s->mu);
     cf_code rc = s->tg->load_positions(s->ts, s->o.consumer, out, n, err);
     pthread_mutex_unlock(&s->mu);
@@ -991,6 +1044,7 @@ cf_code cf_sink_alter_positions(cf_sink *s, bool all, const cf_sink_stored_posit
                                 const cf_sink_stored_position *set, size_t nset, cf_err *err) {
     if (!keeps_positions(s) || !s->tg->drop_positions)
         return cf_err_set(err, CF_ERR_UNSUPPORTED, "target %s keeps no input positions", s->tg->name);
+    settle(s); /* the connection */
     pthread_mutex_lock(&s->mu);
     cf_code rc = s->tg->begin(s->ts, err);
     if (!rc && all) rc = s->tg->drop_positions(s->ts, s->o.consumer, NULL, 0, err);
@@ -1006,16 +1060,17 @@ cf_code cf_sink_alter_positions(cf_sink *s, bool all, const cf_sink_stored_posit
 
 /* ---------------- applying a batch ---------------- */
 
-static cf_code do_flush(cf_sink *s, cf_err *err) {
-    bool positions = s->pos_dirty && keeps_positions(s);
-    bool cass = sk_cass_dirty(s->cass);
-    if (s->buffered == 0 && !positions && !cass) return CF_OK;
-    double t0 = now_s();
+/* One batch into the target, in one transaction: the buffer's (the
+ * caller's thread) or the flight's (the writer). The positions pv[0..pn)
+ * and, for the buffer, Cassandra's state commit with the rows. *written:
+ * the changes applied. */
+static cf_code apply_batch(cf_sink *s, bool flight, const cf_sink_stored_position *pv, size_t pn, bool cass,
+                           uint64_t *written, cf_err *err) {
     cf_code rc = CF_OK;
-    pthread_mutex_lock(&s->mu);
+    *written = 0;
     for (size_t i = 0; i < s->n_tables && !rc; i++) {
         sk_table *t = s->tables[i];
-        if (t->nb == 0) continue;
+        if ((flight ? t->fnb : t->nb) == 0) continue;
         if (!t->ensured || t->t.n_created_cols < t->t.n_cols) {
             rc = s->tg->ensure_table(s->ts, &t->t, err);
             if (!rc) t->ensured = true, t->t.n_created_cols = t->t.n_cols;
@@ -1031,15 +1086,17 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
         int64_t wall = (int64_t)time(NULL);
         for (size_t i = 0; i < s->n_tables && !rc; i++) {
             sk_table *t = order[i];
-            if (t->nb == 0) continue;
+            cf_change **batch = flight ? t->fbatch : t->batch;
+            size_t nb = flight ? t->fnb : t->nb;
+            if (nb == 0) continue;
             /* a sorted copy: the compaction map indexes t->batch until the reset */
-            cf_change **sorted = cf_xmalloc(t->nb * sizeof *sorted);
-            memcpy(sorted, t->batch, t->nb * sizeof *sorted);
-            qsort(sorted, t->nb, sizeof *sorted, key_cmp);
-            if (s->o.max_staleness_s > 0 && s->tg->stage) rc = s->tg->stage(s->ts, &t->t, sorted, t->nb, err);
-            else rc = s->tg->apply(s->ts, &t->t, sorted, t->nb, err);
+            cf_change **sorted = cf_xmalloc(nb * sizeof *sorted);
+            memcpy(sorted, batch, nb * sizeof *sorted);
+            qsort(sorted, nb, sizeof *sorted, key_cmp);
+            if (s->o.max_staleness_s > 0 && s->tg->stage) rc = s->tg->stage(s->ts, &t->t, sorted, nb, err);
+            else rc = s->tg->apply(s->ts, &t->t, sorted, nb, err);
             free(sorted);
-            if (!rc) s->st.written += t->nb;
+            if (!rc) *written += nb;
             if (!rc && s->tg->purge_tombstones && wall - t->last_purge >= 60) {
                 rc = s->tg->purge_tombstones(s->ts, &t->t, wall - s->o.delete_retention_s, err);
                 t->last_purge = wall;
@@ -1047,12 +1104,28 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
             if (rc) cf_err_where(err, "table \"%s\" (topic %s)", t->t.name, t->t.topic);
         }
         if (!rc && cass) rc = sk_cass_save(s, s->cass, err); /* the state with the rows it produced */
-        if (!rc && positions) rc = pos_save(s, err); /* with the rows, in their transaction */
+        if (!rc && pv) rc = pos_save(s, pv, pn, err);        /* with the rows, in their transaction */
         if (!rc) rc = s->tg->commit(s->ts, err);
         else s->tg->rollback(s->ts);
     }
     free(order);
+    return rc;
+}
+
+/* Apply the buffer in the caller's thread (no flight up: settled). */
+static cf_code do_flush(cf_sink *s, cf_err *err) {
+    bool positions = s->pos_dirty && keeps_positions(s);
+    bool cass = sk_cass_dirty(s->cass);
+    if (s->buffered == 0 && !positions && !cass) return CF_OK;
+    double t0 = now_s();
+    size_t pn = 0;
+    cf_sink_stored_position *pv = positions ? pos_collect(s, false, &pn) : NULL;
+    uint64_t written = 0;
+    pthread_mutex_lock(&s->mu);
+    cf_code rc = apply_batch(s, false, pv, pn, cass, &written, err);
+    s->st.written += written;
     pthread_mutex_unlock(&s->mu);
+    free(pv);
     s->st.t_db_s += now_s() - t0;
     if (rc) return rc;
     if (positions) pos_saved(s);
@@ -1062,12 +1135,133 @@ static cf_code do_flush(cf_sink *s, cf_err *err) {
     return CF_OK;
 }
 
+/* ---------------- the writer thread (async_apply) ---------------- */
+
+static void *writer_main(void *arg) {
+    cf_sink *s = arg;
+    pthread_mutex_lock(&s->wmu);
+    for (;;) {
+        while (!s->flying && !s->wr_quit) pthread_cond_wait(&s->wcv, &s->wmu);
+        if (!s->flying) break; /* quit, nothing handed over */
+        pthread_mutex_unlock(&s->wmu);
+        /* the flight is this thread's alone until flying is false: no lock
+         * while the database works (the caller reads its stats meanwhile) */
+        cf_err e;
+        cf_err_clear(&e);
+        uint64_t written = 0;
+        double t0 = now_s();
+        cf_code rc = apply_batch(s, true, s->fpos, s->n_fpos, false, &written, &e);
+        double dt = now_s() - t0;
+        pthread_mutex_lock(&s->wmu);
+        s->frc = rc;
+        s->ferr = e;
+        s->f_db_s = dt;
+        s->f_written = written;
+        s->flying = false;
+        pthread_cond_broadcast(&s->wcv);
+    }
+    pthread_mutex_unlock(&s->wmu);
+    return NULL;
+}
+
+/* The caller's side of an ended flight: its counts, its memory back, a
+ * failure kept for every later call. */
+static void collect(cf_sink *s) {
+    s->up = false;
+    pthread_mutex_lock(&s->mu);
+    s->st.t_db_s += s->f_db_s;
+    s->st.written += s->f_written;
+    if (!s->frc) s->st.flushes++;
+    pthread_mutex_unlock(&s->mu);
+    if (s->frc && !s->failed) {
+        s->failed = true;
+        s->fail_err = s->ferr;
+        if (!s->fail_err.code) s->fail_err.code = s->frc;
+        cf_log_err(CF_LOG_ERROR, "sink", &s->fail_err);
+    }
+    if (!s->frc) s->done = s->begun;
+    for (size_t i = 0; i < s->n_tables; i++) s->tables[i]->fnb = 0;
+    cf_arena_reset(s->farena);
+    cf_sink_stored_positions_free(s->fpos, s->n_fpos);
+    s->fpos = NULL, s->n_fpos = 0;
+}
+
+/* Wait for the flight to end and collect it (nothing up: returns at once). */
+static void settle(cf_sink *s) {
+    if (!s->up) return;
+    pthread_mutex_lock(&s->wmu);
+    while (s->flying) pthread_cond_wait(&s->wcv, &s->wmu);
+    pthread_mutex_unlock(&s->wmu);
+    collect(s);
+}
+
+/* Collect the flight if it has ended, without waiting. */
+static void peek(cf_sink *s) {
+    if (!s->up) return;
+    pthread_mutex_lock(&s->wmu);
+    bool flying = s->flying;
+    pthread_mutex_unlock(&s->wmu);
+    if (!flying) collect(s);
+}
+
+static cf_code failure(cf_sink *s, cf_err *err) {
+    if (err) *err = s->fail_err;
+    return s->fail_err.code ? s->fail_err.code : CF_ERR_TARGET;
+}
+
+/* Hand the buffer to the writer (settled, not failed, something to write). */
+static cf_code take_off(cf_sink *s, cf_err *err) {
+    if (!s->wr_running) {
+        if (pthread_create(&s->wr, NULL, writer_main, s) != 0)
+            return cf_err_set(err, CF_ERR_INTERNAL, "cannot start the sink's writer thread");
+        s->wr_running = true;
+    }
+    bool positions = s->pos_dirty && keeps_positions(s);
+    s->fpos = positions ? pos_collect(s, true, &s->n_fpos) : NULL;
+    if (positions) pos_saved(s); /* if the flight fails, everything later fails too */
+    for (size_t i = 0; i < s->n_tables; i++) { /* the batch arrays trade places */
+        sk_table *t = s->tables[i];
+        cf_change **b = t->fbatch;
+        size_t cap = t->fcapb;
+        t->fbatch = t->batch, t->fnb = t->nb, t->fcapb = t->capb;
+        t->batch = b, t->nb = 0, t->capb = cap;
+    }
+    if (s->ht) memset(s->ht, 0, s->ht_cap * sizeof *s->ht);
+    s->ht_used = 0;
+    s->buffered = 0;
+    cf_arena *a = s->farena; /* emptied when the last flight was collected */
+    s->farena = s->arena;
+    s->arena = a;
+    s->begun++;
+    s->up = true;
+    pthread_mutex_lock(&s->wmu);
+    s->flying = true;
+    pthread_cond_signal(&s->wcv);
+    pthread_mutex_unlock(&s->wmu);
+    return CF_OK;
+}
+
+/* A flush in put (the buffer's bounds, a compaction retry). */
+static cf_code flush_in_put(cf_sink *s, cf_err *err) {
+    if (!s->async || sk_cass_dirty(s->cass)) {
+        settle(s);
+        if (s->failed) return failure(s, err);
+        return do_flush(s, err);
+    }
+    settle(s);
+    if (s->failed) return failure(s, err);
+    if (s->buffered == 0 && !(s->pos_dirty && keeps_positions(s))) return CF_OK;
+    return take_off(s, err);
+}
+
 cf_code cf_sink_put(cf_sink *s, cf_record *const *records, size_t n, cf_err *err) {
     return cf_sink_put_at(s, records, NULL, n, err);
 }
 
 cf_code cf_sink_put_at(cf_sink *s, cf_record *const *records, const cf_sink_position *pos, size_t n, cf_err *err) {
     if (!keeps_positions(s)) pos = NULL;
+    peek(s);
+    if (s->failed) return failure(s, err);
     cf_code rc = CF_OK;
     double t0 = now_s();
     for (size_t i = 0; i < n && !rc; i++) {
@@ -1080,11 +1274,15 @@ cf_code cf_sink_put_at(cf_sink *s, cf_record *const *records, const cf_sink_posi
         cf_err problem;
         cf_err_clear(&problem);
         rc = route(s, r, false, &problem);
+        if (s->failed) { /* a flight failed while routing waited for it: not this record's fault */
+            rc = failure(s, err);
+            break;
+        }
         if (rc == CF_SINK_RETRY_AFTER_FLUSH) {
             /* applied first: what came before this record, with its positions */
             s->st.t_route_s += now_s() - t0;
             pos_own(s);
-            rc = do_flush(s, err);
+            rc = flush_in_put(s, err);
             if (rc) break;
             t0 = now_s();
             rc = route(s, r, true, &problem);
@@ -1108,7 +1306,7 @@ cf_code cf_sink_put_at(cf_sink *s, cf_record *const *records, const cf_sink_posi
             (s->o.batch_max_bytes && cf_arena_used(s->arena) >= s->o.batch_max_bytes)) {
             s->st.t_route_s += now_s() - t0;
             pos_own(s);
-            rc = do_flush(s, err);
+            rc = flush_in_put(s, err);
             t0 = now_s();
         }
     }
@@ -1123,7 +1321,37 @@ cf_code cf_sink_flush(cf_sink *s, cf_err *err) {
         if (err) *err = s->bg_err;
         return s->bg_err.code ? s->bg_err.code : CF_ERR_TARGET;
     }
-    return do_flush(s, err);
+    settle(s);
+    if (s->failed) return failure(s, err);
+    cf_code rc = do_flush(s, err);
+    if (!rc) s->done = s->begun;
+    return rc;
+}
+
+cf_code cf_sink_flush_begin(cf_sink *s, uint64_t *ticket, cf_err *err) {
+    *ticket = s->begun;
+    if (!s->async || sk_cass_dirty(s->cass)) {
+        cf_code rc = cf_sink_flush(s, err);
+        if (!rc) *ticket = s->done = ++s->begun;
+        return rc;
+    }
+    settle(s);
+    if (s->failed) return failure(s, err);
+    if (s->buffered == 0 && !(s->pos_dirty && keeps_positions(s))) return CF_OK; /* nothing new: the last one's */
+    cf_code rc = take_off(s, err);
+    *ticket = s->begun;
+    return rc;
+}
+
+cf_code cf_sink_flush_wait(cf_sink *s, uint64_t ticket, bool wait, bool *done, cf_err *err) {
+    if (wait) settle(s);
+    else peek(s);
+    *done = ticket <= s->done;
+    if (s->failed) {
+        *done = false;
+        return failure(s, err);
+    }
+    return CF_OK;
 }
 
 /* ---------------- staleness ---------------- */
@@ -1214,6 +1442,10 @@ cf_code cf_sink_new(const cf_sink_options *opts, const cf_sink_target *target, c
     s->arena = cf_arena_new(1 << 20);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->wmu, NULL);
+    pthread_cond_init(&s->wcv, NULL);
+    s->async = opts->async_apply && target->writer_thread && opts->max_staleness_s <= 0;
+    if (s->async) s->farena = cf_arena_new(1 << 20);
     s->cass = sk_cass_new(&s->o, err);
     cf_code rc = s->cass ? target->open(&s->o, &s->ts, err) : CF_ERR_CONFIG;
     if (!rc && s->o.max_staleness_s > 0 && target->stage && target->apply_staged) {
@@ -1236,6 +1468,14 @@ cf_code cf_sink_new(const cf_sink_options *opts, const cf_sink_target *target, c
 
 void cf_sink_destroy(cf_sink *s) {
     if (!s) return;
+    settle(s); /* what was handed over is written (or failed): it is not lost half-way */
+    if (s->wr_running) {
+        pthread_mutex_lock(&s->wmu);
+        s->wr_quit = true;
+        pthread_cond_signal(&s->wcv);
+        pthread_mutex_unlock(&s->wmu);
+        pthread_join(s->wr, NULL);
+    }
     if (s->bg_running) {
         pthread_mutex_lock(&s->mu);
         s->bg_stop = true;
@@ -1254,6 +1494,7 @@ void cf_sink_destroy(cf_sink *s) {
     if (s->ts) s->tg->close(s->ts);
     if (s->bg_ts) s->tg->close(s->bg_ts);
     cf_arena_destroy(s->arena);
+    if (s->farena) cf_arena_destroy(s->farena);
     free(s->ht);
     free((char *)s->o.sqlite_path);
     free((char *)s->o.pg_conninfo);
@@ -1270,6 +1511,8 @@ void cf_sink_destroy(cf_sink *s) {
     free(s->keep);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->wmu);
+    pthread_cond_destroy(&s->wcv);
     free(s);
 }
 

@@ -6,6 +6,10 @@
  *   bounded input, before a rebalance takes partitions away and at stop:
  *   flush, and only when it returned CF_OK commit the consumer positions (or
  *   acknowledge the direct records, which lets the sources store offsets).
+ *   A sink with its own flush schedule (cf_sink_ctx_flush_every) and
+ *   flush_begin writes in the background on that schedule: the positions
+ *   read so far are kept aside, reading and putting go on, and they are
+ *   committed once flush_wait says the write ended (Connect's preCommit).
  *
  * THE STOP IS BOUNDED (task.shutdown.graceful.timeout.ms, the task's
  * deadline): retries of put back off in slices that end at the stop, a
@@ -47,6 +51,12 @@ typedef struct sinkstate {
     size_t nacks, capacks;
     int64_t last_commit_us;
     int64_t first_put_us; /* the first put since the last flush (0: none) */
+    /* a write begun with flush_begin, not yet known to have ended: the
+     * positions read before it, committed once it has */
+    bool flight;
+    uint64_t ticket;
+    cf_tp_pos *fpos;
+    size_t nfpos;
     bool failed;
     cf_err err;
     /* a record file's positions are its own, not its topics' (another file
@@ -116,12 +126,83 @@ static void positions_committed(sinkstate *s) {
     s->published = false;
 }
 
+static void flight_drop(sinkstate *s) {
+    for (size_t i = 0; i < s->nfpos; i++) free(s->fpos[i].topic);
+    free(s->fpos);
+    s->fpos = NULL, s->nfpos = 0;
+    s->flight = false;
+}
+
+/* Commit positions p[0..n) (what they cover is written). false: not
+ * committed, logged (at_stop: as an unclean stop); committed next time. */
+static bool commit_positions(sinkstate *s, const cf_tp_pos *p, size_t n, bool at_stop) {
+    task *t = s->t;
+    cf_err ce;
+    int wait = cf_task_wait_ms(t, (int)t->c->w->flush_timeout_ms);
+    if (!s->in->commit(s->in->state, p, n, wait, &ce)) return true;
+    /* The data is flushed; only the positions are not stored. As Connect,
+     * log it and commit again next time (a restart in between reads some
+     * records twice, never loses one). */
+    atomic_fetch_add(&t->m.commit_failures, 1);
+    if (at_stop) {
+        char text[1024];
+        pending_text(s, text, sizeof text);
+        cf_task_unclean(t, "%s: %s; flushed but not committed: %s; read again at the next start", ce.message,
+                        ce.detail, text);
+    } else {
+        CF_WARN(COMP, "connector %s task %d: %s: %s; retried at the next commit", t->c->name, t->id, ce.message,
+                ce.detail);
+    }
+    s->last_commit_us = cf_now_us();
+    return false;
+}
+
+/* The background write's end: commit what it covers (wait: until it
+ * ended). Its error fails the task. */
+static cf_code flight_check(sinkstate *s, bool wait, cf_err *err) {
+    if (!s->flight) return CF_OK;
+    task *t = s->t;
+    bool done = false;
+    cf_code rc = t->c->plugin->u.sink.flush_wait(s->plugin_task, s->ticket, wait, &done, err);
+    if (rc || !done) return rc;
+    int64_t t0 = cf_now_us();
+    if (s->nfpos && commit_positions(s, s->fpos, s->nfpos, false)) {
+        /* what was read after the write began is still to commit */
+        for (size_t i = 0; i < s->npos; i++)
+            for (size_t j = 0; j < s->nfpos; j++)
+                if (s->pos[i].partition == s->fpos[j].partition && strcmp(s->pos[i].topic, s->fpos[j].topic) == 0) {
+                    s->first[i] = s->pos[i].next_offset > s->fpos[j].next_offset ? s->fpos[j].next_offset : -1;
+                    break;
+                }
+        s->published = false;
+        cf_task_count_commit(t, cf_now_us() - t0);
+        s->last_commit_us = cf_now_us();
+    }
+    flight_drop(s);
+    return CF_OK;
+}
+
+/* Begin a background write of what was put, the last one's end first (one
+ * at a time: that is the back-pressure). */
+static cf_code flight_begin(sinkstate *s, cf_err *err) {
+    cf_code rc = flight_check(s, true, err);
+    if (rc) return rc;
+    cf_tp_pos *p = cf_xmalloc((s->npos ? s->npos : 1) * sizeof *p);
+    for (size_t i = 0; i < s->npos; i++) p[i] = (cf_tp_pos){cf_xstrdup(s->pos[i].topic), s->pos[i].partition, s->pos[i].next_offset};
+    s->fpos = p, s->nfpos = s->npos;
+    s->flight = true;
+    rc = s->t->c->plugin->u.sink.flush_begin(s->plugin_task, &s->ticket, err);
+    if (rc) flight_drop(s);
+    s->first_put_us = 0; /* the plugin's interval starts again */
+    return rc;
+}
+
 /* flush, then commit positions / acknowledge direct records. at_stop: the
  * task stops: what cannot be committed is reported as an unclean stop, not
  * a failure, and a commit without an answer is not retried. */
 static cf_code sink_commit(sinkstate *s, bool at_stop, cf_err *err) {
     task *t = s->t;
-    if (!s->uncommitted && !s->nacks) return CF_OK;
+    if (!s->uncommitted && !s->nacks && !s->flight) return CF_OK;
     if (at_stop && s->no_commit) {
         char text[1024];
         pending_text(s, text, sizeof text);
@@ -133,6 +214,7 @@ static cf_code sink_commit(sinkstate *s, bool at_stop, cf_err *err) {
     }
     int64_t t0 = cf_now_us();
     cf_code rc = t->c->plugin->u.sink.flush(s->plugin_task, err);
+    flight_drop(s); /* the flush wrote what a background write had begun with, or failed with it */
     if (rc && at_stop) {
         char text[1024];
         pending_text(s, text, sizeof text);
@@ -146,25 +228,7 @@ static cf_code sink_commit(sinkstate *s, bool at_stop, cf_err *err) {
     }
     if (!rc) s->first_put_us = 0; /* written: the plugin's own interval starts again */
     if (!rc && s->in && s->npos) {
-        cf_err ce;
-        int wait = cf_task_wait_ms(t, (int)t->c->w->flush_timeout_ms);
-        if (s->in->commit(s->in->state, s->pos, s->npos, wait, &ce)) {
-            /* The data is flushed; only the positions are not stored. As
-             * Connect, log it and commit again next time (a restart in
-             * between reads some records twice, never loses one). */
-            atomic_fetch_add(&t->m.commit_failures, 1);
-            if (at_stop) {
-                char text[1024];
-                pending_text(s, text, sizeof text);
-                cf_task_unclean(t, "%s: %s; flushed but not committed: %s; read again at the next start",
-                                ce.message, ce.detail, text);
-            } else {
-                CF_WARN(COMP, "connector %s task %d: %s: %s; retried at the next commit", t->c->name, t->id,
-                        ce.message, ce.detail);
-            }
-            s->last_commit_us = cf_now_us();
-            return CF_OK;
-        }
+        if (!commit_positions(s, s->pos, s->npos, at_stop)) return CF_OK;
         positions_committed(s);
     }
     int64_t us = cf_now_us() - t0;
@@ -313,6 +377,7 @@ void *cf_sink_task_main(void *arg) {
     bool has_in = false, eof = false, in_pause = false;
     int64_t lag_parts_us = 0; /* when t->lag_parts was last refreshed */
     bool direct = w->mode == MODE_DIRECT && !w->input_file;
+    bool background = false; /* the plugin's schedule writes in the background (flight_begin) */
     cf_msg *msgs[SINK_BATCH], *raws[SINK_BATCH], *stash[SINK_BATCH];
     size_t nmsgs = 0, nstash = 0;
     cf_record *recs[SINK_BATCH];
@@ -366,6 +431,7 @@ void *cf_sink_task_main(void *arg) {
         sprintf(s.file_prefix, "%s#", abs ? abs : w->input_file);
         free(abs);
     }
+    background = !direct && has_in && c->plugin->u.sink.flush_begin && c->plugin->u.sink.flush_wait;
     if (has_in && !w->input_file) in.on_assign = on_assign;
     else if ((direct || w->input_file) && resume_at_start(&s, has_in ? &in : NULL, direct, &s.err)) s.failed = true;
     atomic_store(&t->sink_ready, true); /* direct sources may read their offsets now */
@@ -564,9 +630,20 @@ void *cf_sink_task_main(void *arg) {
         nsrc = 0;
         /* direct: flush when the queue ran dry or enough is waiting, so sources can commit soon */
         bool due = cf_now_us() - s.last_commit_us >= w->flush_interval_ms * 1000;
-        /* the plugin's own schedule: flush (and commit) what was put */
-        if (t->flush_every_ms && s.first_put_us && cf_now_us() - s.first_put_us >= t->flush_every_ms * 1000)
-            due = true;
+        /* a background write that ended: commit what it covers */
+        if (s.flight && flight_check(&s, false, &s.err)) {
+            s.failed = true;
+            break;
+        }
+        /* the plugin's own schedule: flush (and commit) what was put; in
+         * the background when it can, reading on meanwhile */
+        if (t->flush_every_ms && s.first_put_us && cf_now_us() - s.first_put_us >= t->flush_every_ms * 1000) {
+            if (!background || due) due = true;
+            else if (flight_begin(&s, &s.err)) {
+                s.failed = true;
+                break;
+            }
+        }
         if (direct && s.nacks && (cf_dq_len(&t->q) == 0 || s.nacks >= 5000)) due = true;
         if (due && sink_commit(&s, false, &s.err)) {
             s.failed = true;
@@ -615,6 +692,7 @@ void *cf_sink_task_main(void *arg) {
     cf_sink_ctx_set_metrics(&t->kctx, NULL, NULL); /* no metrics call into a stopped task */
     c->plugin->u.sink.stop(s.plugin_task);
 out:
+    flight_drop(&s); /* not committed: read again */
     for (size_t i = 0; i < nstash; i++) cf_msg_destroy(stash[i]); /* not put, not committed: read again */
     for (size_t i = 0; i < s.nacks; i++) cf_ack_done(s.acks[i], false);
     free(s.acks);

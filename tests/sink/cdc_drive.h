@@ -6,6 +6,10 @@
  * offset), rebalances that move a partition with or without a final flush
  * (duplicates), and rewinds to an older offset (replays). Afterwards every
  * task flushes and the caller compares the target with the source model.
+ * With o->async_apply half of the flushes are background writes
+ * (cf_sink_flush_begin) whose positions are committed only once
+ * cf_sink_flush_wait says they ended, as the worker does; a crash while one
+ * is up commits nothing of it.
  */
 #ifndef CDC_DRIVE_H
 #define CDC_DRIVE_H
@@ -26,6 +30,9 @@ static inline int drive(gen *g, const cf_sink_options *o, const cf_sink_target *
     cf_sink *task[DRIVE_TASKS] = {0};
     int owner[64];
     size_t pos[64], committed[64];
+    bool pend[DRIVE_TASKS] = {0};  /* a background write up, with the positions it covers */
+    uint64_t ticket[DRIVE_TASKS] = {0};
+    size_t pend_pos[DRIVE_TASKS][64];
     uint64_t rng = seed;
     for (int t = 0; t < DRIVE_TASKS; t++) {
         int rc = cf_sink_new(o, tg, &task[t], err);
@@ -45,19 +52,38 @@ static inline int drive(gen *g, const cf_sink_options *o, const cf_sink_target *
         size_t k = 1 + DRAND() % maxk;
         if (pos[p] + k > g->n_recs[p]) k = g->n_recs[p] - pos[p];
         cf_sink *s = task[owner[p]];
+        int ot = owner[p];
+        if (pend[ot]) { /* a background write that ended: commit what it covers */
+            bool done = false;
+            rc = cf_sink_flush_wait(s, ticket[ot], false, &done, err);
+            if (rc) goto out;
+            if (done) {
+                for (int q = 0; q < g->n_part; q++)
+                    if (owner[q] == ot && pend_pos[ot][q] != (size_t)-1) committed[q] = pend_pos[ot][q];
+                pend[ot] = false;
+            }
+        }
         rc = cf_sink_put(s, g->recs[p] + pos[p], k, err);
         if (rc) goto out;
         ds->delivered += k;
         pos[p] += k;
         unsigned d = DRAND() % 1000;
-        if (d < 150) { /* flush + commit the task's partitions */
+        if (d < 75 && o->async_apply && !pend[ot]) { /* a background write */
+            rc = cf_sink_flush_begin(s, &ticket[ot], err);
+            if (rc) goto out;
+            for (int q = 0; q < g->n_part; q++) pend_pos[ot][q] = owner[q] == ot ? pos[q] : (size_t)-1;
+            pend[ot] = true;
+            ds->flushes++;
+        } else if (d < 150) { /* flush + commit the task's partitions */
             rc = cf_sink_flush(s, err);
             if (rc) goto out;
             ds->flushes++;
+            pend[ot] = false; /* the flush wrote it too */
             for (int q = 0; q < g->n_part; q++)
                 if (owner[q] == owner[p]) committed[q] = pos[q];
         } else if (chaos && d < 165) { /* crash: lose the buffer, redeliver from the commit */
             int t = owner[p];
+            pend[t] = false; /* whether it was written or not, nothing of it was committed */
             cf_sink_destroy(task[t]);
             rc = cf_sink_new(o, tg, &task[t], err);
             if (rc) goto out;
@@ -71,6 +97,9 @@ static inline int drive(gen *g, const cf_sink_options *o, const cf_sink_target *
                 if (rc) goto out;
                 for (int q = 0; q < g->n_part; q++)
                     if (owner[q] == from) committed[q] = pos[q];
+                pend[from] = false;
+            } else if (pend[from]) { /* the write goes on; what it covers of p is not committed by it */
+                pend_pos[from][p] = (size_t)-1;
             }
             owner[p] = to;
             pos[p] = committed[p]; /* the new owner starts at the committed offset */
@@ -78,6 +107,7 @@ static inline int drive(gen *g, const cf_sink_options *o, const cf_sink_target *
         } else if (chaos && d < 186) { /* rewind: an operator resets the group to an older offset */
             rc = cf_sink_flush(s, err);
             if (rc) goto out;
+            pend[ot] = false; /* written by that flush; the positions go back anyway */
             size_t back = DRAND() % 3000;
             pos[p] = pos[p] > back ? pos[p] - back : 0;
             committed[p] = pos[p];

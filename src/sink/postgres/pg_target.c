@@ -1103,6 +1103,7 @@ static cf_code pgt_state_put(void *state, const char *space, const void *key, si
 
 const cf_sink_target cf_sink_target_postgres = {
     .name = "postgres",
+    .writer_thread = true, /* one connection, used by one thread at a time */
     .open = pgt_open,
     .ensure_table = pgt_ensure_table,
     .begin = pgt_begin,

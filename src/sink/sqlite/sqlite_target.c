@@ -1030,6 +1030,7 @@ static cf_code sq_state_put(void *state, const char *space, const void *key, siz
 
 const cf_sink_target cf_sink_target_sqlite = {
     .name = "sqlite",
+    .writer_thread = true, /* one connection, used by one thread at a time */
     .open = sq_open,
     .ensure_table = sq_ensure_table,
     .begin = sq_begin,

@@ -269,7 +269,7 @@ static void test_seed32(void **state) {
 /* ---------------- generator runs ---------------- */
 
 static void run_gen_pl(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed,
-                       int64_t staleness, const cf_props *pipeline) {
+                       int64_t staleness, const cf_props *pipeline, bool async) {
     gen g;
     gen_init(&g, seed, shape, n_keys, 4, TOPIC);
     for (int i = 0; i < n_ops; i++) gen_step(&g);
@@ -291,6 +291,7 @@ static void run_gen_pl(gen_shape shape, const char *seq_field, int n_ops, int32_
     o.seq_field = seq_field;
     o.batch_max_records = 5000;
     o.max_staleness_s = staleness;
+    o.async_apply = async;
     drive_stats ds;
     cf_err e;
     cf_err_clear(&e);
@@ -303,9 +304,9 @@ static void run_gen_pl(gen_shape shape, const char *seq_field, int n_ops, int32_
     size_t n;
     char **rows = read_rows(TABLE, &n);
     size_t d = rows_diff(&g, rows, n, 0);
-    fprintf(stderr, "# shape %d seq %s: %d ops, %zu records, delivered %" PRIu64 ", crashes %" PRIu64
+    fprintf(stderr, "# shape %d seq %s%s: %d ops, %zu records, delivered %" PRIu64 ", crashes %" PRIu64
             ", rebalances %" PRIu64 ", rewinds %" PRIu64 ", rows %zu, differences %zu\n",
-            shape, seq_field ? seq_field : "offset", n_ops, g.total, ds.delivered, ds.crashes, ds.rebalances,
+            shape, seq_field ? seq_field : "offset", async ? " (background writes)" : "", n_ops, g.total, ds.delivered, ds.crashes, ds.rebalances,
             ds.rewinds, n, d);
     assert_int_equal(d, 0);
     rows_free(rows, n);
@@ -314,7 +315,7 @@ static void run_gen_pl(gen_shape shape, const char *seq_field, int n_ops, int32_
 
 static void run_gen_st(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed,
                        int64_t staleness) {
-    run_gen_pl(shape, seq_field, n_ops, n_keys, chaos, seed, staleness, NULL);
+    run_gen_pl(shape, seq_field, n_ops, n_keys, chaos, seed, staleness, NULL, false);
 }
 
 static void run_gen(gen_shape shape, const char *seq_field, int n_ops, int32_t n_keys, int chaos, uint64_t seed) {
@@ -332,12 +333,12 @@ static void test_gen_json_unwrap(void **state) {
     cf_props *rewrite = unwrap_conf("transforms.unwrap.delete.tombstone.handling.mode", "rewrite", NULL, NULL);
     cf_props *dflt = unwrap_conf(NULL, NULL, NULL, NULL);
     cf_props *d2t = unwrap_conf("transforms.unwrap.delete.tombstone.handling.mode", "delete-to-tombstone", NULL, NULL);
-    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 21, 0, legacy); /* the seed's configuration */
-    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 22, 0, rwt);
-    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 23, 0, rewrite);
-    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 24, 0, dflt);
-    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 25, 0, d2t);
-    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 26, 0, legacy);
+    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 21, 0, legacy, false); /* the seed's configuration */
+    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 22, 0, rwt, false);
+    run_gen_pl(GEN_ENVELOPE, "version", 5000, 400, 1, 23, 0, rewrite, false);
+    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 24, 0, dflt, false);
+    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 25, 0, d2t, false);
+    run_gen_pl(GEN_ENVELOPE, NULL, 5000, 400, 1, 26, 0, legacy, false);
     cf_props_destroy(legacy), cf_props_destroy(rwt), cf_props_destroy(rewrite), cf_props_destroy(dflt);
     cf_props_destroy(d2t);
 }
@@ -359,6 +360,25 @@ static void test_gen_small_all_shapes(void **state) {
     }
 }
 
+/* Background writes (async_apply): half of the flushes begin a write in
+ * the writer thread while the next records are routed, committed when it
+ * ended; with crashes (a destroy while a write is up), rebalances and
+ * rewinds. Every shape ends equal to the model. */
+static void test_gen_background_writes(void **state) {
+    (void)state;
+    for (uint64_t seed = 11; seed <= 13; seed++) {
+        run_gen_pl(GEN_REWRITE, NULL, 3000, 300, 1, seed, 0, NULL, true);
+        run_gen_pl(GEN_REWRITE, "version", 3000, 300, 1, seed, 0, NULL, true);
+        run_gen_pl(GEN_TOMBSTONE, NULL, 3000, 300, 1, seed, 0, NULL, true);
+        run_gen_pl(GEN_ENVELOPE, NULL, 3000, 300, 1, seed, 0, NULL, true);
+        run_gen_pl(GEN_ENVELOPE, "version", 3000, 300, 1, seed, 0, NULL, true);
+    }
+    cf_props *legacy = unwrap_conf("transforms.unwrap.delete.handling.mode", "rewrite",
+                                   "transforms.unwrap.drop.tombstones", "false");
+    run_gen_pl(GEN_ENVELOPE, "version", 20000, 2000, 1, 44, 0, legacy, true);
+    cf_props_destroy(legacy);
+}
+
 /* The proof run: 100,000 operations as Debezium envelopes through the
  * JsonConverter and ExtractNewRecordState (the seed's legacy rewrite mode),
  * with redelivery, crashes and rebalances; and one by offset order. */
@@ -366,7 +386,7 @@ static void test_gen_100k(void **state) {
     (void)state;
     cf_props *legacy = unwrap_conf("transforms.unwrap.delete.handling.mode", "rewrite",
                                    "transforms.unwrap.drop.tombstones", "false");
-    run_gen_pl(GEN_ENVELOPE, "version", 100000, 5000, 1, 42, 0, legacy);
+    run_gen_pl(GEN_ENVELOPE, "version", 100000, 5000, 1, 42, 0, legacy, false);
     run_gen(GEN_REWRITE, NULL, 100000, 5000, 1, 43);
     cf_props_destroy(legacy);
 }
@@ -788,6 +808,7 @@ int main(void) {
         cmocka_unit_test(test_race_same_keys),
         cmocka_unit_test(test_gen_small_all_shapes),
         cmocka_unit_test(test_gen_staleness),
+        cmocka_unit_test(test_gen_background_writes),
         cmocka_unit_test(test_gen_json_unwrap),
         cmocka_unit_test(test_gen_100k),
     };
