@@ -188,6 +188,47 @@ bool cf_sc_ranges_contain(const cf_sc_ranges *r, int64_t token);
 /* The canonical text form, "(a,b];(c,d]" or "all" (appended). */
 void cf_sc_ranges_format(const cf_sc_ranges *r, cf_buf *out);
 
+/* The ring: every node's tokens, as system.local and system.peers(_v2)
+ * list them. A node's primary ranges are, for each of its tokens t,
+ * (the previous token of the sorted ring, t]; the first token's range
+ * starts at the last token (it wraps). The primary ranges of all nodes
+ * partition the ring: every token is in exactly one node's ranges, whatever
+ * the replication factor. So sidecars that each own one node's primary
+ * ranges, every one reading all the replicas' cdc_raw, publish each change
+ * once in total (replica ranges are not used: they overlap, RF times). */
+typedef struct cf_sc_ring_node {
+    char address[64];        /* broadcast address (system.local broadcast_address, system.peers peer) */
+    char native_address[64]; /* the CQL address (rpc_address / native_address); "" if unknown */
+    int64_t *tokens;         /* malloc'd */
+    size_t n_tokens;
+} cf_sc_ring_node;
+
+typedef struct cf_sc_ring {
+    cf_sc_ring_node *nodes; /* malloc'd */
+    size_t n;
+    size_t local;           /* the node that answered (system.local) */
+} cf_sc_ring;
+
+/* Add a node (address, native address or NULL, its tokens copied). */
+void cf_sc_ring_add(cf_sc_ring *ring, const char *address, const char *native_address, const int64_t *tokens,
+                    size_t n_tokens);
+void cf_sc_ring_free(cf_sc_ring *ring); /* NULL-safe, leaves it empty */
+/* The primary ranges of `node` (an address as the ring lists it, matched
+ * against both addresses of each node; NULL: ring->local) into *out,
+ * adjacent ranges merged, sorted by start; a node holding every token gets
+ * the whole ring (n = 0). Errors: CF_ERR_NOT_FOUND for an address no node
+ * has (the message lists the known ones), CF_ERR_STATE for a ring without
+ * tokens, a node without tokens, or a token two nodes claim. */
+cf_code cf_sc_ranges_primary(const cf_sc_ring *ring, const char *node, cf_sc_ranges *out, cf_err *err);
+
+typedef struct cf_cql_conn cf_cql_conn; /* cassandra_cql.h */
+/* Read the ring over CQL: system.local (broadcast_address, rpc_address,
+ * tokens, partitioner: Murmur3Partitioner, or CF_ERR_UNSUPPORTED) and
+ * system.peers_v2 (peer, native_address, tokens), or system.peers (peer,
+ * rpc_address, tokens) where peers_v2 does not exist (Cassandra 3.x).
+ * Peers without tokens (joining, left) are left out. */
+cf_code cf_sc_ring_read(cf_cql_conn *c, cf_sc_ring *out, cf_err *err);
+
 /* ------------------------------------------------------------------ */
 /* The engine                                                          */
 /* ------------------------------------------------------------------ */
@@ -240,7 +281,11 @@ typedef struct cf_sc_engine_opts {
     const char *datacenter;    /* NetworkTopologyStrategy: the data center read */
     int64_t timeout_ms;        /* from the first copy read to the level reached */
     size_t max_pending;
-    const char *ranges;        /* owned ranges (cf_sc_ranges_parse), NULL/"all" */
+    /* owned ranges (cf_sc_ranges_parse), NULL/"all"; or "ring": the
+     * primary ranges of ring_node, computed at start from the ring read over
+     * cql (needs cql; a ring change takes effect at the next start) */
+    const char *ranges;
+    const char *ring_node;     /* "ring": the node's address (NULL: the node cql connects to) */
     const char *const *tables; /* "ks.table" to publish (NULL: every cdc table) */
     size_t n_tables;
     bool once;                 /* stop (CF_ERR_EOF) once everything present is read */
@@ -318,6 +363,8 @@ cf_value *cf_sc_engine_partition(const char *job);
 void cf_sc_engine_durable(cf_sc_engine *e, const cf_value *snapshot);
 
 void cf_sc_engine_stats(const cf_sc_engine *e, cf_sc_stats *out);
+/* The ranges the engine owns (given, or computed from the ring). */
+const cf_sc_ranges *cf_sc_engine_ranges(const cf_sc_engine *e);
 /* Events per second over the last seconds (a gauge). */
 double cf_sc_engine_rate(const cf_sc_engine *e);
 /* One line for logs: segments and bytes done of the known, events/s. */

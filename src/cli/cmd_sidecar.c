@@ -65,6 +65,7 @@ static int run(int argc, char **argv) {
         {"--timeout-ms", "consistency.timeout.ms", false},
         {"--max-pending", "max.pending.digests", false},
         {"--ranges", "token.ranges", false},
+        {"--ranges-node", "token.ranges.node", false},
         {"--tables", "table.include.list", false},
         {"--topic-format", "topic.format", false},
         {"--cleanup", "cdc_raw.cleanup", false},
@@ -236,7 +237,9 @@ const cf_command cf_cmd_cassandra_sidecar = {
     "  --timeout-ms N        a change not at its level N ms after its first copy was read is dropped,\n"
     "                        logged (keyspace, table, token) and counted (default 60000)\n"
     "  --max-pending N       bound of changes waiting for copies (default 400000); reaching it is an error\n"
-    "  --ranges R            owned Murmur3 token ranges, (start,end] separated by ';' (default all)\n"
+    "  --ranges R            owned Murmur3 token ranges, (start,end] separated by ';' (default all), or\n"
+    "                        `ring`: a node's primary ranges, read at start over --cql (system.peers)\n"
+    "  --ranges-node ADDR    with --ranges ring: the node whose primary ranges (default: the --cql node)\n"
     "  --tables LIST         keyspace.table,... to publish (default: every table with cdc = true)\n"
     "Output:\n"
     "  --output FILE         write a record file (one line per change event, kcat -J form) instead of Kafka\n"

@@ -98,9 +98,19 @@ static const cf_cfg_def cdc_defs[] = {
      "Bound of the changes waiting for more copies (about 60 bytes each); reaching it fails the task with an "
      "error saying which replica lags."},
     {"token.ranges", CF_CFG_STRING, "all", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "Consistency",
-     "Murmur3 token ranges this connector owns, `(start,end]` separated by `;` (Cassandra's ranges; start >= end "
-     "wraps). Several connectors over the same replicas with ranges covering the ring once publish each change "
-     "once in total."},
+     "Murmur3 token ranges this connector owns: `all`; `(start,end]` separated by `;` (Cassandra's ranges; start "
+     ">= end wraps); or `ring`: the primary ranges of the node `token.ranges.node`, read at start over CQL "
+     "(`cql.host`) from system.local and system.peers_v2 (system.peers before Cassandra 4.0). A node's primary "
+     "ranges are (previous token, token] for each of its tokens; they partition the ring whatever the replication "
+     "factor, so one connector per node, each reading every replica's `cdc_raw`, publishes each change once in "
+     "total. The ring is read once: after a ring change (node added, removed, moved) restart the connectors. "
+     "Several connectors over the same replicas with ranges covering the ring once publish each change once in "
+     "total."},
+    {"token.ranges.node", CF_CFG_STRING, CF_CFG_REQUIRED, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM,
+     "Consistency",
+     "With `token.ranges=ring`: the node whose primary ranges this connector owns, by address (its broadcast "
+     "address as system.peers lists it, or its CQL address). Default: the node `cql.host` connects to "
+     "(system.local)."},
     {"table.include.list", CF_CFG_LIST, CF_CFG_REQUIRED, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM,
      "Events", "`keyspace.table` names to publish (default every table with `cdc = true`; others never are)."},
     {"topic.format", CF_CFG_STRING, "{keyspace}.{table}", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH,
@@ -233,6 +243,19 @@ static cf_code cdc_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
         cf_err_hint(err, "Give `DESCRIBE SCHEMA WITH INTERNALS` output as schema.files, or a node as cql.host.");
         goto fail;
     }
+    const char *ranges = cf_config_string(cfg, "token.ranges");
+    if (ranges && strcasecmp(ranges, "ring") == 0 && !host) {
+        rc = cf_err_set(err, CF_ERR_CONFIG, "token.ranges=ring needs cql.host: the ring is read over CQL");
+        cf_err_hint(err, "Set cql.host to a node of the cluster (token.ranges.node then chooses whose ranges, "
+                         "default that node's), or give token.ranges as (start,end];... or all.");
+        goto fail;
+    }
+    if (cf_config_string(cfg, "token.ranges.node") && !(ranges && strcasecmp(ranges, "ring") == 0)) {
+        rc = cf_err_set(err, CF_ERR_CONFIG, "token.ranges.node is set but token.ranges is not ring");
+        cf_err_detail(err, "token.ranges = \"%s\"", ranges ? ranges : "");
+        cf_err_hint(err, "Set token.ranges=ring to own that node's primary ranges, or remove token.ranges.node.");
+        goto fail;
+    }
     const char *const *dirs = cf_config_list(cfg, "cdc_raw.dirs", &ndirs);
     const char *const *names = cf_config_list(cfg, "cdc_raw.names", &nnames);
     if (nnames && nnames != ndirs) {
@@ -257,7 +280,7 @@ static cf_code cdc_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
         .rf = cf_config_int(cfg, "replication.factor"), .datacenter = cf_config_string(cfg, "datacenter"),
         .timeout_ms = cf_config_long(cfg, "consistency.timeout.ms"),
         .max_pending = (size_t)cf_config_int(cfg, "max.pending.digests"),
-        .ranges = cf_config_string(cfg, "token.ranges"), .tables = ntables ? tables : NULL, .n_tables = ntables,
+        .ranges = ranges, .ring_node = cf_config_string(cfg, "token.ranges.node"), .tables = ntables ? tables : NULL, .n_tables = ntables,
         .once = cf_config_bool(cfg, "once"),
         .cleanup = strcasecmp(cleanup, "delete") == 0    ? CF_SC_CLEANUP_DELETE
                    : strcasecmp(cleanup, "archive") == 0 ? CF_SC_CLEANUP_ARCHIVE

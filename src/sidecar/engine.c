@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -244,6 +245,59 @@ static bool refresh_schema(cf_sc_engine *e, const char *why) {
     CF_INFO(COMP, "schema refreshed over CQL (%s): %zu table(s), %zu new", why, cf_cass_schema_table_count(e->schema),
             cf_cass_schema_table_count(e->schema) - before);
     return true;
+}
+
+/* token ranges "ring": the primary ranges of a node, from the ring read
+ * over CQL once at start (a ring change takes effect at the next start) */
+static bool is_ring(const char *ranges) {
+    if (!ranges) return false;
+    while (*ranges == ' ' || *ranges == '\t') ranges++;
+    size_t l = strlen(ranges);
+    while (l && (ranges[l - 1] == ' ' || ranges[l - 1] == '\t')) l--;
+    return l == 4 && strncasecmp(ranges, "ring", 4) == 0;
+}
+
+static cf_code ring_ranges(cf_sc_engine *e, const char *node, cf_err *err) {
+    if (!e->has_cql) {
+        cf_err_set(err, CF_ERR_CONFIG, "token ranges \"ring\" need a CQL connection to read the ring from");
+        cf_err_hint(err, "Give a node to connect to (cql.host), or the owned ranges as (start,end];...");
+        return CF_ERR_CONFIG;
+    }
+    const char *host = e->cqlopt.host ? e->cqlopt.host : "127.0.0.1";
+    int port = e->cqlopt.port ? e->cqlopt.port : 9042;
+    cf_err why;
+    cf_sc_ring ring;
+    memset(&ring, 0, sizeof ring);
+    cf_code rc = cql_connect(e, &why);
+    if (!rc) rc = cf_sc_ring_read(e->cql, &ring, &why);
+    if (rc) {
+        cf_cql_close(e->cql);
+        e->cql = NULL;
+        cf_err_set(err, rc == CF_ERR_UNSUPPORTED ? rc : CF_ERR_TRANSPORT,
+                   "cannot read the token ring (system.local, system.peers) over CQL from %s:%d", host, port);
+        cf_err_detail(err, "%s%s%s", why.message, why.detail[0] ? ": " : "", why.detail);
+        cf_err_hint(err, "%s", rc == CF_ERR_UNSUPPORTED && why.hint[0]
+                                   ? why.hint
+                                   : "token.ranges=ring reads the ring at start: check that the node is up and that "
+                                     "cql.host/cql.port and the credentials reach it, or give the owned ranges as "
+                                     "token.ranges=(start,end];...");
+        return err ? err->code : rc;
+    }
+    rc = cf_sc_ranges_primary(&ring, node, &e->ranges, err);
+    if (!rc) {
+        cf_buf b = CF_BUF_INIT;
+        cf_sc_ranges_format(&e->ranges, &b);
+        size_t total = 0;
+        for (size_t i = 0; i < ring.n; i++) total += ring.nodes[i].n_tokens;
+        const cf_sc_ring_node *me = &ring.nodes[ring.local];
+        CF_INFO(COMP, "token ranges from the ring read from %s:%d (%zu node(s), %zu token(s)): the primary ranges "
+                      "of %s%s: %s",
+                host, port, ring.n, total, node && *node ? node : me->address,
+                node && *node ? "" : " (the node connected to)", b.data);
+        cf_buf_free(&b);
+    }
+    cf_sc_ring_free(&ring);
+    return rc;
 }
 
 static void poll_schema_events(cf_sc_engine *e) {
@@ -881,7 +935,7 @@ cf_code cf_sc_engine_new(const cf_sc_engine_opts *o, cf_sc_engine **out, cf_err 
         e->cqlopt.password = e->cql_pass;
         e->cqlopt.record_path = NULL;
     }
-    cf_code rc = cf_sc_ranges_parse(o->ranges, &e->ranges, err);
+    cf_code rc = is_ring(o->ranges) ? ring_ranges(e, o->ring_node, err) : cf_sc_ranges_parse(o->ranges, &e->ranges, err);
     if (rc) {
         cf_sc_engine_destroy(e);
         return rc;
@@ -989,6 +1043,8 @@ void cf_sc_engine_destroy(cf_sc_engine *e) {
     free(e->archive_dir);
     free(e);
 }
+
+const cf_sc_ranges *cf_sc_engine_ranges(const cf_sc_engine *e) { return &e->ranges; }
 
 void cf_sc_engine_stats(const cf_sc_engine *e, cf_sc_stats *o) {
     cf_sc_engine *x = (cf_sc_engine *)e;
