@@ -189,7 +189,13 @@ static int run(int argc, char **argv) {
     cf_props *base = cf_props_clone(c); /* what a PUT of the service configuration starts from */
     cf_props_set(base, "cdc_raw.dirs", NULL);
     cf_props_set(base, "cdc_raw.names", NULL);
-    cf_sc_service *svc = cf_sc_service_new(name, base, w);
+    cf_props *start = cf_props_new(); /* what statements build on until a PUT: the replicas given */
+    if (configured) {
+        cf_props_set(start, "cdc_raw.dirs", cf_props_get(c, "cdc_raw.dirs"));
+        cf_props_set(start, "cdc_raw.names", cf_props_get(c, "cdc_raw.names"));
+    }
+    cf_sc_service *svc = cf_sc_service_new(name, base, start, w);
+    cf_props_destroy(start);
     cf_props_destroy(base);
     cf_worker_route route = {"/api/v1/", cf_sc_service_route, svc};
     cf_worker_opts opts = {.output_file = output, .rest = rest, .transforms = &cf_transforms_for_worker,
