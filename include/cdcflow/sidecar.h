@@ -446,9 +446,8 @@ void cf_sc_stmts_json(const cf_sc_stmts *s, cf_buf *out);
  * connector reads the replicas, so every data source uses one sink and an
  * option has one value for all of them (409 otherwise). Dropping the last data
  * source removes the connector; DELETE of the configuration removes the data
- * sources too (the sinks stay). Sinks and sources live in memory: a restart
- * forgets them (the connector's configuration is kept where the worker keeps
- * it).
+ * sources too (the sinks stay). Sinks and sources live in memory, as what a
+ * PUT configures: nothing of it survives a restart.
  * Errors are {"error_code": status, "message": ...} as the worker's REST API. */
 typedef struct cf_sc_service cf_sc_service;
 typedef struct cf_worker cf_worker;
