@@ -550,17 +550,24 @@ static size_t find_source(const cf_sc_service *s, const char *ks, const char *ta
 
 static bool starts(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
+/* Set k last in out: the mapping reads the settings in order, and what the
+ * sink says must come after what the settings had. */
+static void set_last(cf_props *out, const char *k, const char *v) {
+    cf_props_remove(out, k);
+    cf_props_set(out, k, v);
+}
+
 /* A sink's option as the service configuration key it is (see sidecar.h). */
 static void sink_option(const char *k, const char *v, cf_props *out) {
     if (strcmp(k, "schema.registry.url") == 0 || starts(k, "key.converter") || starts(k, "value.converter") ||
         starts(k, "header.converter") || starts(k, "producer.override.")) {
-        cf_props_set(out, k, v);
+        set_last(out, k, v);
     } else if (strcmp(k, "key.serializer") == 0 || strcmp(k, "value.serializer") == 0) {
-        cf_props_set(out, k[0] == 'k' ? "key.converter" : "value.converter", v);
+        set_last(out, k[0] == 'k' ? "key.converter" : "value.converter", v);
     } else {
         cf_buf b = CF_BUF_INIT;
         cf_buf_printf(&b, "producer.override.%s", k);
-        cf_props_set(out, b.data, v);
+        set_last(out, b.data, v);
         cf_buf_free(&b);
     }
 }
@@ -572,8 +579,13 @@ cf_props *cf_sc_service_compose(const cf_sc_service *s, const cf_props *settings
     if (k) {
         cf_props_set(out, "kafka.bootstrap.servers", k->servers);
         if (k->topic[0]) cf_props_set(out, "topic.format", k->topic);
+        /* the registry first: it makes both converters avro, which a
+         * key./value.serializer given in any order then overrides */
+        const char *reg = cf_props_get(k->options, "schema.registry.url");
+        if (reg) set_last(out, "schema.registry.url", reg);
         for (size_t i = 0; i < cf_props_count(k->options); i++)
-            sink_option(cf_props_key_at(k->options, i), cf_props_value_at(k->options, i), out);
+            if (strcmp(cf_props_key_at(k->options, i), "schema.registry.url") != 0)
+                sink_option(cf_props_key_at(k->options, i), cf_props_value_at(k->options, i), out);
     }
     cf_buf tables = CF_BUF_INIT;
     for (size_t i = 0; i < s->n_sources; i++) {

@@ -11,7 +11,9 @@
  * CQL's lexical rules (Cassandra's Lexer.g and the CQL reference): keywords
  * in any case, unquoted identifiers folded to lower case, "quoted" ones kept
  * with "" for a quote, string literals with '' for a quote, comments --, //
- * and block comments.
+ * and block comments. The mapping of a sink and data sources to the
+ * connector's settings is ours (docs/operations.md): checked against what
+ * the same keys give through the PUT body's mapping.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <cmocka.h>
 
 #include "cdcflow/sidecar.h"
+#include "../../src/sidecar/sidecar_internal.h"
 
 static void parse_ok(const char *text, cf_sc_stmts *s) {
     cf_err err;
@@ -280,11 +283,78 @@ static void test_error_hint(void **state) {
     cf_sc_stmts_free(NULL);
 }
 
+/* A sink and two data sources as the connector's settings: the same keys a
+ * PUT body would carry, mapped by the PUT body's mapping. */
+static void test_compose(void **state) {
+    (void)state;
+    cf_props *start = cf_props_new();
+    cf_props_set(start, "cdc_raw.dirs", "/n1,/n2");
+    cf_props_set(start, "tables", "ks.ignored");
+    cf_sc_service *svc = cf_sc_service_new("cdc", NULL, start, NULL);
+    cf_props *c = cf_sc_service_compose(svc, svc->settings);
+    assert_int_equal(cf_props_count(c), 2); /* no data source: the settings as they are */
+    assert_string_equal(cf_props_get(c, "tables"), "ks.ignored");
+    cf_props_destroy(c);
+
+    cf_sc_stmts st;
+    parse_ok("CREATE DATA_SINK k WITH uri = 'kafka://b1:9092,b2:9092/cdc.{table}' AND options = {"
+             "'value.serializer': 'json', 'schema.registry.url': 'http://r:8081', 'acks': 'all', "
+             "'producer.override.linger.ms': 5, 'key.converter.schemas.enable': false}",
+             &st);
+    svc->sinks = cf_xcalloc(1, sizeof *svc->sinks);
+    svc->n_sinks = 1;
+    svc->sinks[0] = (cf_sc_sink){cf_xstrdup("k"), cf_xstrdup(st.v[0].uri), cf_xstrdup(st.v[0].servers),
+                                 cf_xstrdup(st.v[0].topic), cf_props_clone(st.v[0].options)};
+    cf_sc_stmts_free(&st);
+    parse_ok("CREATE DATA_SOURCE cdc ON TABLE ks.a WITH sink = k AND options = {'consistency.level': 'ALL'};"
+             "CREATE DATA_SOURCE cdc ON TABLE \"Ks\".b WITH sink = k AND options = {'replication.factor': 3}",
+             &st);
+    svc->sources = cf_xcalloc(2, sizeof *svc->sources);
+    svc->n_sources = 2;
+    for (size_t i = 0; i < 2; i++)
+        svc->sources[i] = (cf_sc_source){cf_xstrdup(st.v[i].keyspace), cf_xstrdup(st.v[i].table),
+                                         cf_xstrdup(st.v[i].sink), cf_props_clone(st.v[i].options)};
+    cf_sc_stmts_free(&st);
+    c = cf_sc_service_compose(svc, svc->settings);
+    assert_string_equal(cf_props_get(c, "kafka.bootstrap.servers"), "b1:9092,b2:9092");
+    assert_string_equal(cf_props_get(c, "topic.format"), "cdc.{table}");
+    assert_string_equal(cf_props_get(c, "tables"), "ks.a,Ks.b");
+    assert_string_equal(cf_props_get(c, "cdc_raw.dirs"), "/n1,/n2");
+    /* through the PUT body's mapping */
+    cf_props *conn = cf_props_new(), *wk = cf_props_new();
+    for (size_t i = 0; i < cf_props_count(c); i++)
+        cf_sc_service_put(cf_props_key_at(c, i), cf_props_value_at(c, i), conn, wk);
+    assert_string_equal(cf_props_get(wk, "bootstrap.servers"), "b1:9092,b2:9092");
+    assert_string_equal(cf_props_get(conn, "table.include.list"), "ks.a,Ks.b");
+    assert_string_equal(cf_props_get(conn, "value.converter.schema.registry.url"), "http://r:8081");
+    assert_string_equal(cf_props_get(conn, "key.converter"), "avro"); /* the registry's */
+    assert_string_equal(cf_props_get(conn, "value.converter"), "json"); /* value.serializer, in any order */
+    assert_string_equal(cf_props_get(conn, "producer.override.acks"), "all");
+    assert_string_equal(cf_props_get(conn, "producer.override.linger.ms"), "5");
+    assert_string_equal(cf_props_get(conn, "key.converter.schemas.enable"), "false");
+    assert_string_equal(cf_props_get(conn, "consistency.level"), "ALL");
+    assert_string_equal(cf_props_get(conn, "replication.factor"), "3");
+    assert_string_equal(cf_props_get(conn, "topic.format"), "cdc.{table}");
+    assert_null(cf_props_get(conn, "kafka.bootstrap.servers"));
+    cf_props_destroy(conn);
+    cf_props_destroy(wk);
+    cf_props_destroy(c);
+    /* a sink without a topic leaves topic.format alone */
+    free(svc->sinks[0].topic);
+    svc->sinks[0].topic = cf_xstrdup("");
+    c = cf_sc_service_compose(svc, svc->settings);
+    assert_null(cf_props_get(c, "topic.format"));
+    cf_props_destroy(c);
+    cf_props_destroy(start);
+    cf_sc_service_destroy(svc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_design_statements), cmocka_unit_test(test_every_form),
         cmocka_unit_test(test_quoting),           cmocka_unit_test(test_several_and_comments),
         cmocka_unit_test(test_error_positions),   cmocka_unit_test(test_error_hint),
+        cmocka_unit_test(test_compose),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
