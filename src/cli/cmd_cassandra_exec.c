@@ -137,7 +137,7 @@ static int run(int argc, char **argv) {
     cf_err_clear(&err);
     int ex = CF_EXIT_OK;
     if (cf_sc_stmts_parse(text.data, text.len, &stmts, &err)) {
-        if (file) cf_err_where_prefix(&err, file);
+        if (file) cf_err_where(&err, "%s:%d:%d", file, stmts.err_line, stmts.err_column);
         cf_cli_print_err(&err);
         ex = CF_EXIT_USAGE;
     } else if (parse_only) {

@@ -106,6 +106,12 @@ rc=$?
 check "exec of a bad statement: exit 2 before sending, the place in the message" \
   "[[ $rc -eq 2 ]] && grep -q 'line 1, column 22: expected ON, found \"TABLE\"' '$T/err' && [[ ! -s $T/out ]]"
 
+printf "DROP DATA_SINK IF EXISTS a;\n  DROP DATA_SINK" >"$T/bad.cql"
+exe -f "$T/bad.cql"
+rc=$?
+check "exec -f of a bad file: exit 2, the file, line and column ($(tail -1 "$T/err"))" \
+  "[[ $rc -eq 2 ]] && grep -q 'line 2, column 17: expected the sink' '$T/err' && grep -q 'WHERE:  $T/bad.cql:2:17' '$T/err'"
+
 exe "DROP DATA_SOURCE cdc ON TABLE cdcks.events; DROP DATA_SINK \"Orders Sink\"; DROP DATA_SINK IF EXISTS \"Orders Sink\""
 rc=$?
 check "the last source dropped, then its sink ($rc)" \
