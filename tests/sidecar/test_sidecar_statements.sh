@@ -7,7 +7,8 @@
 # checked, a second table added, what the service refuses (a conflicting
 # option, a sink in use, one that exists), the JSON body form, a bad
 # statement POSTed with curl (400 with line and column), then everything
-# dropped. Behind the worker's token. Data: the fixture v8-lz4-rollover (a
+# dropped; a PUT of the configuration under data sources, and a DELETE that
+# removes them and keeps the sinks. Behind the worker's token. Data: the fixture v8-lz4-rollover (a
 # real Cassandra 5.0 node) copied as three replicas: its events table has 24
 # changes (19 inserts, 4 range deletes, 1 partition delete).
 set -uo pipefail
@@ -127,6 +128,16 @@ check "a source on the sink whose Kafka is not the sidecar's: 409 saying so ($(c
   "[[ $rc -eq 1 ]] && grep -q 'answered 409' '$T/err' && grep -q 'bootstrap.servers' '$T/err'"
 code=$(api GET /api/v1/services/cdc/config)
 check "and no connector was made ($code)" "[[ $code == 404 ]]"
+# a PUT of the configuration keeps the data sources on top; a DELETE removes them, not the sinks
+exe "CREATE DATA_SINK e WITH uri = 'kafka://embedded/p.{table}'; CREATE DATA_SOURCE cdc ON TABLE cdcks.simple WITH sink = e AND options = {'cdc_raw.dirs': '$T/n1,$T/n2,$T/n3', 'schema.files': '$R/schema.cql'}"
+rc=$?
+code=$(api PUT /api/v1/services/cdc/config "{\"consistency.level\": \"ONE\", \"tables\": \"cdcks.events\", \"cdc_raw.dirs\": \"$T/n1\", \"schema.files\": \"$R/schema.cql\", \"replication.factor\": 3}")
+check "PUT config with data sources: its settings, the sources' table and sink on top ($rc $code $(cat "$T/body"))" \
+  "[[ $rc -eq 0 && $code == 200 ]] && js '$T/body' 'd[\"config\"][\"consistency.level\"] == \"ONE\" and d[\"config\"][\"table.include.list\"] == \"cdcks.simple\" and d[\"config\"][\"topic.format\"] == \"p.{table}\" and d[\"config\"][\"cdc_raw.dirs\"] == \"$T/n1,$T/n2,$T/n3\"'"
+code=$(api DELETE /api/v1/services/cdc/config)
+exe "DROP DATA_SOURCE IF EXISTS cdc ON TABLE cdcks.simple; CREATE DATA_SINK IF NOT EXISTS e WITH uri = 'kafka://embedded/x'"
+check "DELETE config ($code): the data sources are gone, the sink stays" \
+  "[[ $code == 204 ]] && js '$T/out' '[r[\"result\"] for r in d[\"results\"]] == [\"absent\", \"exists\"]'"
 kill -TERM $pid; wait $pid; rc=$?
 check "SIGTERM: exit 0 ($rc)" "[[ $rc -eq 0 ]]"
 exit $failed
