@@ -425,8 +425,10 @@ void cf_sc_stmts_json(const cf_sc_stmts *s, cf_buf *out);
  *   GET    /api/v1/cdc/segments          {"segmentInfos": [{"replica", "name", "size", "idx",
  *                                        "completed", "lastModified"}]}: every segment of the
  *                                        configured cdc_raw directories
- *   POST   /api/v1/services/cdc/statements  CQL-style statements (above), as text/plain or as
- *                                        {"statements": "..."}: applied one after the other ->
+ *   POST   /api/v1/services/cdc/statements  CQL-style statements (above), as {"statements":
+ *                                        "..."} or the text itself (Content-Type application/json
+ *                                        either way: the worker refuses text/plain bodies, which a
+ *                                        cross-site page can send), applied one after the other ->
  *                                        200 {"results": [{"statement", ..., "result":
  *                                        "created"|"exists"|"dropped"|"absent"}]}; a parse error
  *                                        400 {"error_code", "message", "line", "column", "hint"}
