@@ -361,7 +361,7 @@ cf_code cf_sc_service_config(const char *text, size_t len, const char *name, cf_
  * Keywords in any case; identifiers as CQL's: unquoted ones are folded to
  * lower case, "Quoted" ones kept as written ("" is a quote); string literals
  * in single quotes ('' is a quote); option values are strings, numbers or
- * true/false (kept as their text); WITH properties in any order. Statements
+ * true/false (kept as their text), at most 1000 options a map; WITH properties in any order. Statements
  * are separated by ';' (a trailing one is optional); -- and // comment to the
  * end of the line, C's block comments a block. `cdc` is the only data
  * source type. The uri is kafka://SERVERS[/TOPIC]: SERVERS

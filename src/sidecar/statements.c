@@ -289,6 +289,9 @@ static cf_code source_target(lexer *l, cf_sc_stmt *st) {
     return rc;
 }
 
+#define MAX_OPTIONS 1000
+#define MAX_OPTIONS_TEXT "1000"
+
 /* {'k': v, ...}: keys strings, values strings, numbers, true/false. */
 static cf_code options_map(lexer *l, cf_props *opts) {
     cf_code rc = punct(l, '{', "\"{\" (options are a map: {'key': 'value', ...})");
@@ -297,6 +300,8 @@ static cf_code options_map(lexer *l, cf_props *opts) {
     for (;;) {
         if (l->t.k != T_STRING) return expected(l, "an option name as a string literal ('key')");
         tok kt = l->t;
+        if (cf_props_count(opts) == MAX_OPTIONS) /* the checks below are linear: bound the map */
+            return fail_at(l, kt.line, kt.col, "more than %s options in one map%s", MAX_OPTIONS_TEXT, NULL);
         char *k = unquote(&kt);
         if (!*k || cf_props_has(opts, k)) {
             rc = fail_at(l, kt.line, kt.col, *k ? "option '%s' given twice%s" : "an empty option name%s%s", k, NULL);

@@ -276,6 +276,20 @@ static void test_error_hint(void **state) {
     assert_int_equal(cf_sc_stmts_parse(big, strlen(big), &s, &err), CF_ERR_CONFIG);
     assert_non_null(strstr(err.message, "found \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\""));
     cf_sc_stmts_free(&s);
+    /* a map is bounded (1000 options) */
+    cf_buf m = CF_BUF_INIT;
+    cf_buf_append_str(&m, "CREATE DATA_SINK s WITH uri = 'kafka://h/t' AND options = {");
+    for (int i = 0; i < 1001; i++) cf_buf_printf(&m, "%s'k%d': %d", i ? ", " : "", i, i);
+    cf_buf_append_str(&m, "}");
+    assert_int_equal(cf_sc_stmts_parse(m.data, m.len, &s, &err), CF_ERR_CONFIG);
+    assert_non_null(strstr(err.message, "more than 1000 options in one map"));
+    cf_sc_stmts_free(&s);
+    m.len -= strlen(", 'k1000': 1000}");
+    cf_buf_append_str(&m, "}");
+    assert_int_equal(cf_sc_stmts_parse(m.data, m.len, &s, &err), CF_OK);
+    assert_int_equal(cf_props_count(s.v[0].options), 1000);
+    cf_sc_stmts_free(&s);
+    cf_buf_free(&m);
     const char nul[] = "DROP DATA_SINK 'a\0b'";
     assert_int_equal(cf_sc_stmts_parse(nul, sizeof nul - 1, &s, &err), CF_ERR_CONFIG);
     assert_non_null(strstr(err.message, "line 1, column 18: a NUL byte"));
