@@ -393,6 +393,69 @@ bool cf_sc_engine_metrics(const cf_sc_engine *e, int family, const char *labels,
 cf_code cf_sc_service_config(const char *text, size_t len, const char *name, cf_props *connector, cf_props *worker,
                              cf_err *err);
 
+/* ------------------------------------------------------------------ */
+/* CQL-style statements (the design's management syntax, CEP-38)      */
+/* ------------------------------------------------------------------ */
+
+/* The statements the design configures the service with, as `cdcflow
+ * cassandra exec` and POST /api/v1/services/cdc/statements take them:
+ *   CREATE DATA_SINK [IF NOT EXISTS] name WITH uri = 'kafka://host:port/topic'
+ *       [AND options = {'key': 'value', ...}]
+ *   CREATE DATA_SOURCE [IF NOT EXISTS] cdc ON TABLE ks.t WITH sink = name
+ *       [AND options = {'consistency.level': 'LOCAL_QUORUM', ...}]
+ *   DROP DATA_SOURCE [IF EXISTS] cdc ON TABLE ks.t
+ *   DROP DATA_SINK [IF EXISTS] name
+ * Keywords in any case; identifiers as CQL's: unquoted ones are folded to
+ * lower case, "Quoted" ones kept as written ("" is a quote); string literals
+ * in single quotes ('' is a quote); option values are strings, numbers or
+ * true/false (kept as their text), at most 1000 options a map; WITH properties in any order. Statements
+ * are separated by ';' (a trailing one is optional); -- and // comment to the
+ * end of the line, C's block comments a block. `cdc` is the only data
+ * source type. The uri is kafka://SERVERS[/TOPIC]: SERVERS
+ * host[:port] items separated by ',' (or `embedded`), TOPIC Kafka topic
+ * characters plus the {keyspace} and {table} placeholders of topic.format.
+ * Parsing is pure: nothing is looked up. */
+typedef enum cf_sc_stmt_kind {
+    CF_SC_CREATE_SINK = 0,
+    CF_SC_CREATE_SOURCE,
+    CF_SC_DROP_SOURCE,
+    CF_SC_DROP_SINK
+} cf_sc_stmt_kind;
+
+typedef struct cf_sc_stmt {
+    cf_sc_stmt_kind kind;
+    bool if_exists;           /* IF NOT EXISTS (CREATE), IF EXISTS (DROP) */
+    char *name;               /* the sink (DATA_SINK statements), else NULL */
+    char *keyspace, *table;   /* the table (DATA_SOURCE statements), else NULL */
+    char *sink;               /* CREATE DATA_SOURCE: WITH sink = ..., else NULL */
+    char *uri;                /* CREATE DATA_SINK: the uri as written, else NULL */
+    char *servers, *topic;    /* of the uri: "host:port,..."; the topic ("" if none) */
+    cf_props *options;        /* CREATE: the options in order (empty if none); DROP: NULL */
+    int line, column;         /* where the statement starts (1-based; columns in characters) */
+} cf_sc_stmt;
+
+typedef struct cf_sc_stmts {
+    cf_sc_stmt *v;
+    size_t n;
+    int err_line, err_column; /* after a parse error: where (1-based), else 0 */
+} cf_sc_stmts;
+
+/* Parse text (len bytes, any bytes: NUL or invalid UTF-8 is an error at
+ * its place) into out (caller frees with cf_sc_stmts_free, also after an
+ * error). At least one statement is needed. CF_ERR_CONFIG on a syntax error:
+ * the message is `line L, column C: expected X, found "TOKEN"` (or `found
+ * end of input`), the hint the syntax of the statement being read, where
+ * "line L, column C"; out->err_line/err_column hold L and C. */
+cf_code cf_sc_stmts_parse(const char *text, size_t len, cf_sc_stmts *out, cf_err *err);
+void cf_sc_stmts_free(cf_sc_stmts *s); /* NULL-safe; leaves it empty */
+/* The name of a kind: "CREATE DATA_SINK", ... (static). */
+const char *cf_sc_stmt_kind_name(cf_sc_stmt_kind k);
+/* The statements as a JSON array (appended): per statement "statement" (the
+ * kind's name), "if_exists"/"if_not_exists", "name" or "keyspace"/"table"/
+ * "type", "sink", "uri", "servers", "topic", "options" (an object, in order),
+ * "line", "column". */
+void cf_sc_stmts_json(const cf_sc_stmts *s, cf_buf *out);
+
 /* The design's REST endpoints, served by the worker's REST listener (a
  * cf_worker_route with prefix "/api/v1/"):
  *   PUT    /api/v1/services/cdc/config   the service configuration (as above) -> the
@@ -409,14 +472,43 @@ cf_code cf_sc_service_config(const char *text, size_t len, const char *name, cf_
  *   GET    /api/v1/cdc/segments          {"segmentInfos": [{"replica", "name", "size", "idx",
  *                                        "completed", "lastModified"}]}: every segment of the
  *                                        configured cdc_raw directories
+ *   POST   /api/v1/services/cdc/statements  CQL-style statements (above), as {"statements":
+ *                                        "..."} or the text itself (Content-Type application/json
+ *                                        either way: the worker refuses text/plain bodies, which a
+ *                                        cross-site page can send), applied one after the other ->
+ *                                        200 {"results": [{"statement", ..., "result":
+ *                                        "created"|"exists"|"dropped"|"absent"}]}; a parse error
+ *                                        400 {"error_code", "message", "line", "column", "hint"}
+ *                                        and nothing applied; a statement that fails its status
+ *                                        with "statement" (its number, from 1) and the results of
+ *                                        the ones before it (applied: there is no rollback)
+ * The service's state: the named sinks, the data sources (a table bound to a
+ * sink, with options) and the settings (the last PUT's body, or the start's).
+ * The connector is the settings with, when data sources exist, their sink and
+ * options on top (cf. cf_sc_service_compose): the sink's servers are
+ * kafka.bootstrap.servers (so they must be the worker's), its topic the
+ * connector's topic.format, its options: schema.registry.url, key./value./
+ * header.converter... as they are, key./value.serializer avro|json as that
+ * converter, anything else a producer setting (producer.override.<key>); the
+ * data sources' options are settings as in a PUT's body (consistency.level,
+ * cdc_raw.dirs, ...) and their tables the published ones ("tables"). One
+ * connector reads the replicas, so every data source uses one sink and an
+ * option has one value for all of them (409 otherwise). Dropping the last data
+ * source removes the connector; DELETE of the configuration removes the data
+ * sources too (the sinks stay). Sinks and sources live in memory, as what a
+ * PUT configures: nothing of it survives a restart.
  * Errors are {"error_code": status, "message": ...} as the worker's REST API. */
 typedef struct cf_sc_service cf_sc_service;
 typedef struct cf_worker cf_worker;
 
 /* name: the connector the service manages; base: the settings every PUT
- * starts from (the command line's; copied, may be NULL); worker: the
- * worker's settings (for the Kafka check; copied, may be NULL). */
-cf_sc_service *cf_sc_service_new(const char *name, const cf_props *base, const cf_props *worker);
+ * starts from (the command line's; copied, may be NULL); settings: the
+ * service configuration it starts with, which statements build on until a
+ * PUT replaces it (the design's keys, e.g. the command line's cdc_raw.dirs;
+ * copied, may be NULL); worker: the worker's settings (for the Kafka check;
+ * copied, may be NULL). */
+cf_sc_service *cf_sc_service_new(const char *name, const cf_props *base, const cf_props *settings,
+                                 const cf_props *worker);
 void cf_sc_service_destroy(cf_sc_service *s); /* NULL-safe */
 /* The cf_worker_route handler (arg: the service). */
 int cf_sc_service_route(void *arg, cf_worker *w, const char *method, const char *path, const char *body,

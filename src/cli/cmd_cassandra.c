@@ -287,7 +287,7 @@ static int collect(char **paths, int n, dump_ctx *c, seg_path **out, size_t *n_o
 
 static int run(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "dump") != 0)
-        return usage("cassandra: expected the subcommand \"dump\" or \"sidecar\"%s", argc >= 2 ? "" : " (none given)");
+        return usage("cassandra: expected the subcommand \"dump\", \"sidecar\" or \"exec\"%s", argc >= 2 ? "" : " (none given)");
     const char *schema_files[64];
     int n_schema = 0;
     const char *cql = NULL, *key_file = NULL, *cql_user = NULL;
@@ -475,6 +475,6 @@ const cf_command cf_cmd_cassandra = {
     "  cdcflow cassandra dump --schema schema.cql --stats /var/lib/cassandra/cdc_raw\n"
     "\n"
     "See also `cdcflow cassandra sidecar --help`: the replicas' copies deduplicated and published\n"
-    "as change events.",
+    "as change events; `cdcflow cassandra exec --help`: its CQL-style configuration statements.",
     run,
 };

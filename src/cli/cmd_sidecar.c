@@ -190,7 +190,13 @@ static int run(int argc, char **argv) {
     cf_props *base = cf_props_clone(c); /* what a PUT of the service configuration starts from */
     cf_props_set(base, "cdc_raw.dirs", NULL);
     cf_props_set(base, "cdc_raw.names", NULL);
-    cf_sc_service *svc = cf_sc_service_new(name, base, w);
+    cf_props *start = cf_props_new(); /* what statements build on until a PUT: the replicas given */
+    if (configured) {
+        cf_props_set(start, "cdc_raw.dirs", cf_props_get(c, "cdc_raw.dirs"));
+        cf_props_set(start, "cdc_raw.names", cf_props_get(c, "cdc_raw.names"));
+    }
+    cf_sc_service *svc = cf_sc_service_new(name, base, start, w);
+    cf_props_destroy(start);
     cf_props_destroy(base);
     cf_worker_route route = {"/api/v1/", cf_sc_service_route, svc};
     cf_worker_opts opts = {.output_file = output, .rest = rest, .transforms = &cf_transforms_for_worker,
@@ -258,8 +264,10 @@ const cf_command cf_cmd_cassandra_sidecar = {
     "  --rest PORT           the REST API on 127.0.0.1:PORT: the worker's (Kafka Connect's paths,\n"
     "                        GET /metrics in Prometheus' format) and the design's service endpoints:\n"
     "                        PUT|GET|DELETE /api/v1/services/cdc/config (the --config JSON as the body),\n"
-    "                        GET /api/v1/services/cdc/health, GET /api/v1/cdc/segments. With --rest the\n"
-    "                        sidecar may start without --replica and be configured by a PUT. A token:\n"
+    "                        GET /api/v1/services/cdc/health, GET /api/v1/cdc/segments, and\n"
+    "                        POST /api/v1/services/cdc/statements (CREATE DATA_SINK, CREATE DATA_SOURCE...:\n"
+    "                        see `cdcflow cassandra exec --help`). With --rest the sidecar may start\n"
+    "                        without --replica and be configured by a PUT or statements. A token:\n"
     "                        \"worker.rest.auth.token\" in --config\n"
     "  --progress-ms N       a progress line (segments and bytes done of the known, events/s) every N ms\n"
     "                        (default 1000 with --once, else 10000; 0: none)\n"

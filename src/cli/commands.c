@@ -9,6 +9,7 @@ extern const cf_command cf_cmd_version;
 extern const cf_command cf_cmd_run;
 extern const cf_command cf_cmd_cassandra;
 extern const cf_command cf_cmd_cassandra_sidecar;
+extern const cf_command cf_cmd_cassandra_exec;
 extern const cf_command cf_cmd_config;
 extern const cf_command cf_cmd_validate;
 extern const cf_command cf_cmd_kafka;
@@ -20,6 +21,7 @@ const cf_command *const cf_commands[] = {
     &cf_cmd_validate,
     &cf_cmd_cassandra,
     &cf_cmd_cassandra_sidecar,
+    &cf_cmd_cassandra_exec,
     &cf_cmd_kafka,
     NULL,
 };

@@ -1,6 +1,7 @@
 /*
  * rest.c - the Sidecar CDC design's REST endpoints (see cdcflow/sidecar.h):
- * the service configuration (PUT/GET/DELETE /api/v1/services/cdc/config),
+ * the service configuration (PUT/GET/DELETE /api/v1/services/cdc/config,
+ * and the CQL-style statements of statements.c that change it),
  * its health, and the segments of the configured cdc_raw directories. They
  * run in the worker's REST thread, on the worker's listener (token, TLS),
  * and act through the worker's public API: the service is one cassandra-cdc
@@ -19,18 +20,29 @@
 #include "cdcflow/cassandra_log.h"
 #include "cdcflow/sidecar.h"
 #include "cdcflow/worker.h"
+#include "sidecar_internal.h"
 
-struct cf_sc_service {
-    char *name;
-    cf_props *base, *worker;
-};
-
-cf_sc_service *cf_sc_service_new(const char *name, const cf_props *base, const cf_props *worker) {
+cf_sc_service *cf_sc_service_new(const char *name, const cf_props *base, const cf_props *settings,
+                                 const cf_props *worker) {
     cf_sc_service *s = cf_xcalloc(1, sizeof *s);
     s->name = cf_xstrdup(name && *name ? name : "cassandra-cdc");
     s->base = base ? cf_props_clone(base) : cf_props_new();
+    s->settings = settings ? cf_props_clone(settings) : cf_props_new();
     s->worker = worker ? cf_props_clone(worker) : cf_props_new();
+    pthread_mutex_init(&s->mu, NULL);
     return s;
+}
+
+static void clear_sources(cf_sc_service *s) {
+    for (size_t i = 0; i < s->n_sources; i++) {
+        free(s->sources[i].keyspace);
+        free(s->sources[i].table);
+        free(s->sources[i].sink);
+        cf_props_destroy(s->sources[i].options);
+    }
+    free(s->sources);
+    s->sources = NULL;
+    s->n_sources = 0;
 }
 
 void cf_sc_service_destroy(cf_sc_service *s) {
@@ -38,6 +50,17 @@ void cf_sc_service_destroy(cf_sc_service *s) {
     free(s->name);
     cf_props_destroy(s->base);
     cf_props_destroy(s->worker);
+    cf_props_destroy(s->settings);
+    clear_sources(s);
+    for (size_t i = 0; i < s->n_sinks; i++) {
+        free(s->sinks[i].name);
+        free(s->sinks[i].uri);
+        free(s->sinks[i].servers);
+        free(s->sinks[i].topic);
+        cf_props_destroy(s->sinks[i].options);
+    }
+    free(s->sinks);
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }
 
@@ -52,7 +75,7 @@ static int error(cf_buf *out, int status, const char *fmt, const char *a, const 
     return status;
 }
 
-static int from_err(cf_buf *out, const cf_err *e) {
+int cf_sc_service_error(cf_buf *out, const cf_err *e) {
     int status = e->code == CF_ERR_CONFIG ? 400 : e->code == CF_ERR_NOT_FOUND ? 404 : e->code == CF_ERR_STATE ? 409 : 500;
     char m[1200];
     snprintf(m, sizeof m, "%s%s%s", e->message, e->detail[0] ? ": " : "", e->detail);
@@ -68,14 +91,12 @@ static int get_config(cf_sc_service *s, cf_worker *w, cf_buf *out) {
     return 200;
 }
 
-static int put_config(cf_sc_service *s, cf_worker *w, const char *body, size_t len, cf_buf *out) {
+int cf_sc_service_apply(cf_sc_service *s, cf_worker *w, const cf_props *settings, cf_buf *out) {
     cf_props *c = cf_props_clone(s->base), *wk = cf_props_new();
     cf_err err;
     int status;
-    if (cf_sc_service_config(body, len, "request body", c, wk, &err)) {
-        status = from_err(out, &err);
-        goto done;
-    }
+    for (size_t i = 0; i < cf_props_count(settings); i++)
+        cf_sc_service_put(cf_props_key_at(settings, i), cf_props_value_at(settings, i), c, wk);
     /* the worker's own settings (Kafka) are fixed while it runs */
     for (size_t i = 0; i < cf_props_count(wk); i++) {
         const char *k = cf_props_key_at(wk, i), *v = cf_props_value_at(wk, i);
@@ -95,7 +116,7 @@ static int put_config(cf_sc_service *s, cf_worker *w, const char *body, size_t l
     bool exists = cf_worker_connector_state(w, s->name, &cs, &t0, NULL) == CF_OK;
     cf_code rc = exists ? cf_worker_update_connector(w, s->name, c, &err) : cf_worker_add_connector(w, s->name, c, &err);
     if (rc) {
-        status = from_err(out, &err);
+        status = cf_sc_service_error(out, &err);
         goto done;
     }
     status = get_config(s, w, out);
@@ -103,6 +124,28 @@ static int put_config(cf_sc_service *s, cf_worker *w, const char *body, size_t l
 done:
     cf_props_destroy(c);
     cf_props_destroy(wk);
+    return status;
+}
+
+/* The body becomes the service's settings; the data sources defined by
+ * statements stay on top of them. */
+static int put_config(cf_sc_service *s, cf_worker *w, const char *body, size_t len, cf_buf *out) {
+    cf_props *settings = cf_props_new();
+    cf_err err;
+    int status;
+    if (cf_sc_service_settings(body, len, "request body", settings, &err)) {
+        status = cf_sc_service_error(out, &err);
+    } else {
+        cf_props *c = cf_sc_service_compose(s, settings);
+        status = cf_sc_service_apply(s, w, c, out);
+        cf_props_destroy(c);
+        if (status < 300) {
+            cf_props_destroy(s->settings);
+            s->settings = settings;
+            settings = NULL;
+        }
+    }
+    cf_props_destroy(settings);
     return status;
 }
 
@@ -228,13 +271,32 @@ int cf_sc_service_route(void *arg, cf_worker *w, const char *method, const char 
     bool get = strcmp(method, "GET") == 0;
     if (strcmp(path, "/api/v1/services/cdc/config") == 0) {
         if (get) return get_config(s, w, out);
-        if (strcmp(method, "PUT") == 0) return put_config(s, w, body, body_len, out);
-        if (strcmp(method, "DELETE") == 0) {
+        int status;
+        pthread_mutex_lock(&s->mu);
+        if (strcmp(method, "PUT") == 0) {
+            status = put_config(s, w, body, body_len, out);
+        } else if (strcmp(method, "DELETE") == 0) {
             cf_err err;
-            if (cf_worker_delete_connector(w, s->name, &err)) return from_err(out, &err);
-            return 204;
+            if (cf_worker_delete_connector(w, s->name, &err)) {
+                status = cf_sc_service_error(out, &err);
+            } else { /* the service is unconfigured: its data sources go too, the named sinks stay */
+                cf_props_destroy(s->settings);
+                s->settings = cf_props_new();
+                clear_sources(s);
+                status = 204;
+            }
+        } else {
+            status = error(out, 405, "HTTP 405 Method Not Allowed%s%s", NULL, NULL);
         }
-        return error(out, 405, "HTTP 405 Method Not Allowed%s%s", NULL, NULL);
+        pthread_mutex_unlock(&s->mu);
+        return status;
+    }
+    if (strcmp(path, "/api/v1/services/cdc/statements") == 0) {
+        if (strcmp(method, "POST") != 0) return error(out, 405, "HTTP 405 Method Not Allowed%s%s", NULL, NULL);
+        pthread_mutex_lock(&s->mu);
+        int status = cf_sc_service_statements(s, w, body, body_len, out);
+        pthread_mutex_unlock(&s->mu);
+        return status;
     }
     if (strcmp(path, "/api/v1/services/cdc/health") == 0) {
         if (!get) return error(out, 405, "HTTP 405 Method Not Allowed%s%s", NULL, NULL);

@@ -2,7 +2,9 @@
  * service.c - the Sidecar CDC service configuration (the JSON body of the
  * design's PUT /api/v1/services/cdc/config, also `cdcflow cassandra sidecar
  * --config FILE`) as connector and worker settings (see cdcflow/sidecar.h).
- * The mapping is the one place the design's names meet ours.
+ * The mapping is the one place the design's names meet ours: a PUT's body,
+ * --config, and what the CQL-style statements make (statements.c) all go
+ * through cf_sc_service_put.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -10,8 +12,9 @@
 
 #include "cdcflow/config.h"
 #include "cdcflow/sidecar.h"
+#include "sidecar_internal.h"
 
-static void put(const char *key, const char *value, cf_props *connector, cf_props *worker) {
+void cf_sc_service_put(const char *key, const char *value, cf_props *connector, cf_props *worker) {
     if (strcmp(key, "kafka.bootstrap.servers") == 0) {
         cf_props_set(worker, "bootstrap.servers", value);
     } else if (strcmp(key, "schema.registry.url") == 0) {
@@ -35,8 +38,7 @@ static cf_code bad(cf_err *err, const char *name, const char *key, const char *w
     return CF_ERR_CONFIG;
 }
 
-cf_code cf_sc_service_config(const char *text, size_t len, const char *name, cf_props *connector, cf_props *worker,
-                             cf_err *err) {
+cf_code cf_sc_service_settings(const char *text, size_t len, const char *name, cf_props *settings, cf_err *err) {
     name = name ? name : "configuration";
     size_t i = 0;
     while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t')) i++;
@@ -47,7 +49,7 @@ cf_code cf_sc_service_config(const char *text, size_t len, const char *name, cf_
             cf_err_where_prefix(err, name);
             return rc;
         }
-        for (size_t k = 0; k < cf_props_count(p); k++) put(cf_props_key_at(p, k), cf_props_value_at(p, k), connector, worker);
+        cf_props_merge(settings, p);
         cf_props_destroy(p);
         return CF_OK;
     }
@@ -92,10 +94,20 @@ cf_code cf_sc_service_config(const char *text, size_t len, const char *name, cf_
             rc = bad(err, name, k, json_is_null(v) ? "null" : "an object");
             goto out;
         }
-        put(k, b.data ? b.data : "", connector, worker);
+        cf_props_set(settings, k, b.data ? b.data : "");
     }
 out:
     cf_buf_free(&b);
     json_decref(root);
+    return rc;
+}
+
+cf_code cf_sc_service_config(const char *text, size_t len, const char *name, cf_props *connector, cf_props *worker,
+                             cf_err *err) {
+    cf_props *settings = cf_props_new();
+    cf_code rc = cf_sc_service_settings(text, len, name, settings, err);
+    for (size_t k = 0; !rc && k < cf_props_count(settings); k++)
+        cf_sc_service_put(cf_props_key_at(settings, k), cf_props_value_at(settings, k), connector, worker);
+    cf_props_destroy(settings);
     return rc;
 }

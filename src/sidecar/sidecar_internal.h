@@ -4,11 +4,13 @@
 #ifndef CDCFLOW_SIDECAR_INTERNAL_H
 #define CDCFLOW_SIDECAR_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "cdcflow/buf.h"
 #include "cdcflow/schema.h"
+#include "cdcflow/sidecar.h"
 #include "cdcflow/sidecar_events.h"
 
 /* A CQL identifier as a valid Avro name (appended): characters outside
@@ -27,5 +29,49 @@ int32_t cf_sc_events_decimal_scale(const cf_sc_events *ev);
 /* Wall clock in ms and monotonic clock in us. */
 int64_t cf_sc_wall_ms(void);
 int64_t cf_sc_mono_us(void);
+
+/* The service (rest.c, statements.c): what the connector's configuration is
+ * made of. The REST threads share it: every use holds mu. */
+typedef struct cf_sc_sink { /* a CREATE DATA_SINK */
+    char *name, *uri, *servers, *topic;
+    cf_props *options;
+} cf_sc_sink;
+
+typedef struct cf_sc_source { /* a CREATE DATA_SOURCE */
+    char *keyspace, *table, *sink;
+    cf_props *options;
+} cf_sc_source;
+
+struct cf_sc_service {
+    char *name;
+    cf_props *base, *worker;
+    cf_props *settings; /* the service configuration (the design's keys): the last PUT's, or the start's */
+    cf_sc_sink *sinks;
+    size_t n_sinks;
+    cf_sc_source *sources;
+    size_t n_sources;
+    pthread_mutex_t mu;
+};
+
+/* The service configuration the connector gets (new props, the design's
+ * keys, as a PUT body): settings with, when there are data sources, their
+ * sink (its servers as kafka.bootstrap.servers, its topic as topic.format,
+ * its options), their options and their tables. */
+cf_props *cf_sc_service_compose(const cf_sc_service *s, const cf_props *settings);
+/* Make the connector what settings (composed) say: mapped as
+ * cf_sc_service_config maps the design's keys, onto the base, the worker's
+ * Kafka checked, created or updated. Returns the HTTP status: 201/200 with
+ * {"config": ...} in out, else the error JSON. */
+int cf_sc_service_apply(cf_sc_service *s, cf_worker *w, const cf_props *settings, cf_buf *out);
+/* The error JSON ({"error_code", "message"}) for err; returns the status
+ * (CONFIG 400, NOT_FOUND 404, STATE 409, else 500). */
+int cf_sc_service_error(cf_buf *out, const cf_err *err);
+/* POST /api/v1/services/cdc/statements (statements.c). */
+int cf_sc_service_statements(cf_sc_service *s, cf_worker *w, const char *body, size_t len, cf_buf *out);
+/* The flat service configuration of a PUT body (JSON or .properties),
+ * before the mapping (service.c). */
+cf_code cf_sc_service_settings(const char *text, size_t len, const char *name, cf_props *settings, cf_err *err);
+/* One design key onto the connector and worker settings (service.c). */
+void cf_sc_service_put(const char *key, const char *value, cf_props *connector, cf_props *worker);
 
 #endif
