@@ -42,8 +42,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
     return sz * n;
 }
 
-/* A task metric of connector "bench" from GET /metrics, or -1. */
-static long long metric(CURL *h, int port, const char *name) {
+/* A metric of connector "bench" (task 0) from GET /metrics, or -1. */
+static double metric(CURL *h, int port, const char *name) {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
     cf_buf b = CF_BUF_INIT;
@@ -51,12 +51,12 @@ static long long metric(CURL *h, int port, const char *name) {
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 2000L);
-    long long v = -1;
+    double v = -1;
     if (curl_easy_perform(h) == CURLE_OK && b.data) {
         char pat[200];
-        snprintf(pat, sizeof pat, "\n%s{connector=\"bench\",task=\"0\"", name);
+        snprintf(pat, sizeof pat, "\n%s{connector=\"bench\"", name);
         char *p = strstr(b.data, pat);
-        if (p && (p = strchr(p + 1, '}'))) v = atoll(p + 1);
+        if (p && (p = strchr(p + 1, '}'))) v = strtod(p + 1, NULL);
     }
     cf_buf_free(&b);
     return v;
@@ -219,9 +219,12 @@ int main(int argc, char **argv) {
     }
     CURL *h = curl_easy_init();
     rd_kafka_t *cq = client(RD_KAFKA_CONSUMER, bs, "connect-bench");
-    double t_first = 0, t_done = 0, t0 = now();
+    double t_first = 0, t_done = 0, t0 = now(), cpu_first = 0;
     while (now() - t0 < 600) {
-        if (!t_first && metric(h, port, "cdcflow_task_records_in_total") > 0) t_first = now();
+        if (!t_first && metric(h, port, "cdcflow_task_records_in_total") > 0) {
+            t_first = now();
+            cpu_first = bench_proc_cpu_s(pid);
+        }
         if (t_first && committed(cq, topic) >= (long long)n) {
             t_done = now();
             break;
@@ -235,6 +238,9 @@ int main(int argc, char **argv) {
     }
     double rate_k = (double)n / (t_done - t_first);
     long rss = bench_peak_rss_kb(pid);
+    double cpu = bench_proc_cpu_s(pid) - cpu_first;
+    double applies = metric(h, port, "cdcflow_sink_applies_total"),
+           apply_s = metric(h, port, "cdcflow_sink_apply_seconds_total");
 
     /* 3. freshness */
     sqlite3 *rd;
@@ -296,6 +302,9 @@ int main(int argc, char **argv) {
     printf("behind Kafka (%s, one partition, one task, defaults): %zu events in %.2f s = %.0f events/s; peak RSS "
            "%.1f MB (target < 128)\n",
            bs, n, t_done - t_first, rate_k, rss / 1024.0);
+    printf("  process CPU %.2f s (%.1f us per event; in process %.1f); %.0f applies, %.2f s in the database (in "
+           "process %.2f s in %" PRIu64 "): the database works in its own thread while the task reads on\n",
+           cpu, cpu * 1e6 / n, in.total * 1e6 / n, applies, apply_s, in.db, in.applies);
     printf("ratio Kafka / in process: %.2f (target 0.80)\n", rate_k / rate_in);
     if (nseen)
         printf("change to row (%zu of %d rows at ~1,000/s): p50 %.0f ms, p99 %.0f ms, max %.0f ms (target p99 <= "

@@ -15,6 +15,7 @@
 #include <librdkafka/rdkafka.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* The peak resident size of a running process in kB (VmHWM of
  * /proc/PID/status; -1 when gone). Read it of the process itself, never
@@ -30,6 +31,21 @@ static inline long bench_peak_rss_kb(pid_t pid) {
         if (strncmp(line, "VmHWM:", 6) == 0) kb = atol(line + 6);
     if (f) fclose(f);
     return kb;
+}
+
+/* CPU seconds (user + system) a process has used so far, or -1. */
+static inline double bench_proc_cpu_s(pid_t pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command may hold spaces */
+    unsigned long long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* A whole file in memory (malloc'd, *len bytes); exits the process when it

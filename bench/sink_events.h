@@ -98,6 +98,7 @@ static int json_converters(cf_props **pp, cf_converter **kc, cf_converter **vc) 
 typedef struct run_result {
     double conv, route, db, total;
     size_t events, rows;
+    uint64_t applies;
 } run_result;
 
 static int run_sink(const cf_sink_options *so, const cf_sink_target *tg, size_t n, run_result *res) {
@@ -164,6 +165,7 @@ static int run_sink(const cf_sink_options *so, const cf_sink_target *tg, size_t 
     res->total = conv + st.t_route_s + st.t_db_s;
     (void)total;
     res->events = n;
+    res->applies = st.flushes;
     res->rows = 0;
     for (int32_t id = 0; id < KEYS; id++) res->rows += o.g.rows[id].present;
     printf("  routed: %" PRIu64 " upserts, %" PRIu64 " deletes; compacted away %" PRIu64 "; written %" PRIu64

@@ -56,7 +56,7 @@ cf_arena *cf_arena_new(size_t block_size); /* 0: 64 KiB blocks */
 void cf_arena_destroy(cf_arena *a);
 void *cf_arena_alloc(cf_arena *a, size_t n); /* 16-byte aligned */
 char *cf_arena_strndup(cf_arena *a, const char *s, size_t n);
-void cf_arena_reset(cf_arena *a); /* frees all but the first block */
+void cf_arena_reset(cf_arena *a); /* keeps the first block and up to 8 more of the base size */
 size_t cf_arena_used(const cf_arena *a);
 
 #ifdef __cplusplus

@@ -525,6 +525,7 @@ void *cf_sink_task_main(void *arg) {
                 if (t->flush_every_ms && s.first_put_us) {
                     int64_t left = (s.first_put_us + t->flush_every_ms * 1000 - cf_now_us()) / 1000;
                     wait = left < 0 ? 0 : left < wait ? (int)left : wait;
+                    if (wait == 0 && s.flight) wait = 5; /* due, but the last write still runs */
                 }
                 rc = in.poll(in.state, msgs, SINK_BATCH, &n, wait, &s.err);
             }
@@ -638,11 +639,15 @@ void *cf_sink_task_main(void *arg) {
         /* the plugin's own schedule: flush (and commit) what was put; in
          * the background when it can, reading on meanwhile */
         if (t->flush_every_ms && s.first_put_us && cf_now_us() - s.first_put_us >= t->flush_every_ms * 1000) {
-            if (!background || due) due = true;
-            else if (flight_begin(&s, &s.err)) {
+            if (!background || due) {
+                due = true;
+            } else if (!s.flight && flight_begin(&s, &s.err)) {
                 s.failed = true;
                 break;
             }
+            /* else the last write still runs: the batch grows until it
+             * ended (fewer, larger writes when the target is the slower
+             * side), and the next round begins the next one */
         }
         if (direct && s.nacks && (cf_dq_len(&t->q) == 0 || s.nacks >= 5000)) due = true;
         if (due && sink_commit(&s, false, &s.err)) {
