@@ -704,9 +704,17 @@ static int64_t wait_end(const cons *c, int64_t start_us, int64_t until_us) {
 static int commit_answer(cons *c, rd_kafka_event_t *ev, rd_kafka_resp_err_t *e) {
     if (rd_kafka_event_type(ev) != RD_KAFKA_EVENT_OFFSET_COMMIT) return 0;
     if ((uint64_t)(uintptr_t)rd_kafka_event_opaque(ev) != c->commit_seq) {
-        /* an earlier commit answered after its wait gave up: logged only */
+        /* an earlier commit answered after its wait gave up, or one not
+         * waited for: logged (a later commit covers what it held) */
         rd_kafka_resp_err_t old = rd_kafka_event_error(ev);
-        CF_DEBUG(COMP, "%s: late answer of an earlier commit: %s", c->log.name, old ? rd_kafka_err2str(old) : "ok");
+        const rd_kafka_topic_partition_list_t *l = rd_kafka_event_topic_partition_list(ev);
+        for (int i = 0; !old && l && i < l->cnt; i++)
+            if (l->elems[i].err) old = l->elems[i].err;
+        if (old && old != RD_KAFKA_RESP_ERR__NO_OFFSET)
+            CF_WARN(COMP, "%s: an earlier commit of consumer offsets failed: %s; the next commit covers its "
+                    "positions (until then a restart reads them again)", c->log.name, rd_kafka_err2str(old));
+        else
+            CF_DEBUG(COMP, "%s: late answer of an earlier commit: ok", c->log.name);
         return 0;
     }
     *e = rd_kafka_event_error(ev);
@@ -721,8 +729,19 @@ static cf_code cons_commit(void *st, const cf_tp_pos *pos, size_t n, int timeout
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
     for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(l, pos[i].topic, pos[i].partition)->offset = pos[i].next_offset;
     uint64_t seq = ++c->commit_seq;
+    /* answers of earlier commits (not waited for, or after their wait
+     * ended) are read and logged now */
+    for (rd_kafka_event_t *ev; (ev = rd_kafka_queue_poll(c->commit_q, 0));) {
+        rd_kafka_resp_err_t ignored;
+        commit_answer(c, ev, &ignored);
+        rd_kafka_event_destroy(ev);
+    }
     rd_kafka_resp_err_t e = rd_kafka_commit_queue(c->rk, l, c->commit_q, NULL, (void *)(uintptr_t)seq);
     rd_kafka_topic_partition_list_destroy(l);
+    if (timeout_ms == 0 && !e) {
+        c->commit_seq++; /* its answer is an earlier commit's when it comes */
+        return CF_OK;
+    }
     bool answered = e != RD_KAFKA_RESP_ERR_NO_ERROR;
     int64_t start = cf_now_us(), until = start + (int64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000;
     while (!answered) {

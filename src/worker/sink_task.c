@@ -134,11 +134,14 @@ static void flight_drop(sinkstate *s) {
 }
 
 /* Commit positions p[0..n) (what they cover is written). false: not
- * committed, logged (at_stop: as an unclean stop); committed next time. */
-static bool commit_positions(sinkstate *s, const cf_tp_pos *p, size_t n, bool at_stop) {
+ * committed, logged (at_stop: as an unclean stop); committed next time.
+ * nowait: sent without waiting for the answer (a background write's: the
+ * task reads on; a failure is logged when the answer comes, and the next
+ * commit covers the positions). */
+static bool commit_positions(sinkstate *s, const cf_tp_pos *p, size_t n, bool at_stop, bool nowait) {
     task *t = s->t;
     cf_err ce;
-    int wait = cf_task_wait_ms(t, (int)t->c->w->flush_timeout_ms);
+    int wait = nowait ? 0 : cf_task_wait_ms(t, (int)t->c->w->flush_timeout_ms);
     if (!s->in->commit(s->in->state, p, n, wait, &ce)) return true;
     /* The data is flushed; only the positions are not stored. As Connect,
      * log it and commit again next time (a restart in between reads some
@@ -166,7 +169,7 @@ static cf_code flight_check(sinkstate *s, bool wait, cf_err *err) {
     cf_code rc = t->c->plugin->u.sink.flush_wait(s->plugin_task, s->ticket, wait, &done, err);
     if (rc || !done) return rc;
     int64_t t0 = cf_now_us();
-    if (s->nfpos && commit_positions(s, s->fpos, s->nfpos, false)) {
+    if (s->nfpos && commit_positions(s, s->fpos, s->nfpos, false, true)) {
         /* what was read after the write began is still to commit */
         for (size_t i = 0; i < s->npos; i++)
             for (size_t j = 0; j < s->nfpos; j++)
@@ -228,7 +231,7 @@ static cf_code sink_commit(sinkstate *s, bool at_stop, cf_err *err) {
     }
     if (!rc) s->first_put_us = 0; /* written: the plugin's own interval starts again */
     if (!rc && s->in && s->npos) {
-        if (!commit_positions(s, s->pos, s->npos, at_stop)) return CF_OK;
+        if (!commit_positions(s, s->pos, s->npos, at_stop, false)) return CF_OK;
         positions_committed(s);
     }
     int64_t us = cf_now_us() - t0;

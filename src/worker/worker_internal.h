@@ -122,7 +122,9 @@ struct cf_msg_in {
     cf_code (*poll)(void *state, cf_msg **out, size_t max, size_t *n, int timeout_ms, cf_err *err);
     /* Commit positions and wait up to timeout_ms for the answer (cut to the
      * task's stop deadline, see `deadline`): CF_ERR_AGAIN when none came in
-     * time (the commit may still be made: nothing is lost either way). */
+     * time (the commit may still be made: nothing is lost either way).
+     * timeout_ms 0: sent, not waited for (a later commit covers it if it
+     * fails; its failure is logged when the answer is read). */
     cf_code (*commit)(void *state, const cf_tp_pos *pos, size_t n, int timeout_ms, cf_err *err);
     /* Leave (the group) and free; waits at most until the stop deadline. */
     void (*destroy)(void *state);
