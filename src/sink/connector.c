@@ -244,7 +244,9 @@ static const cf_cfg_def sink_defs[] = {
     D("mergeIntervalMs", CF_CFG_LONG, "250", false, NULL, true, -1, 86400000, NULL, CF_IMPORTANCE_MEDIUM, "CDC",
       "How often (ms) what was read is written to the tables, counted from the first change buffered since the "
       "last write (kcbq's name; its default is a minute): a change is in its table within about this plus the "
-      "write's own time. The consumer offsets are committed after each write, whatever "
+      "write's own time (under load also the end of the write before it: targets sqlite and postgres write in a "
+      "thread of their own while the task reads on, one write at a time). The consumer offsets are committed "
+      "after each write, whatever "
       "offset.flush.interval.ms says. -1: only on the worker's offset.flush.interval.ms (Kafka Connect's "
       "behaviour). The size bound is batchMaxRecords."),
     D("batchMaxRecords", CF_CFG_INT, "100000", false, NULL, true, 1, 100000000, NULL, CF_IMPORTANCE_LOW, "CDC",
