@@ -21,86 +21,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "../it_env.h"
-#include "cdcflow/cassandra_cql.h"
 #include "cdcflow/log.h"
-#include "cdcflow/sidecar.h"
-#include "cdcflow/sidecar_events.h"
-
-static char host[128], ks[64];
-static int port;
-static cf_cql_conn *conn;
-
-static void q(const char *fmt, ...) {
-    char cql[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cql, sizeof cql, fmt, ap);
-    va_end(ap);
-    cf_cql_result *r = NULL;
-    cf_err err;
-    if (cf_cql_query(conn, cql, CF_CQL_ONE, &r, &err) != CF_OK) fail_msg("%s: %s / %s", cql, err.message, err.detail);
-    cf_cql_result_free(r);
-}
-
-typedef struct got {
-    int n;
-    int by_k[64];
-    int64_t v_of[64];
-} got;
-
-static cf_record *new_rec(void *arg) {
-    (void)arg;
-    return cf_record_new();
-}
-
-static void emit(void *arg, cf_record *r, cf_sc_op op) {
-    got *g = arg;
-    const cf_value *ksv = cf_value_struct_get(r->value, "sourceKeyspace");
-    if (strcmp(ksv->u.s.ptr, ks) == 0 && op == CF_SC_OP_INSERT) { /* other tests' keyspaces: not ours */
-        const cf_value *p = cf_value_struct_get(r->value, "payload");
-        int k = (int)cf_value_struct_get(p, "k")->u.i;
-        if (k >= 0 && k < 64) {
-            g->by_k[k]++;
-            g->v_of[k] = cf_value_struct_get(p, "n")->u.i;
-        }
-        g->n++;
-    }
-    cf_record_destroy(r);
-}
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void catch_up(cf_sc_engine *e, got *g) {
-    cf_sc_emitter em = {new_rec, emit, g};
-    cf_err err;
-    size_t nev;
-    for (cf_code rc; (rc = cf_sc_engine_step(e, &em, 500, &nev, &err)) != CF_ERR_AGAIN;)
-        if (rc) fail_msg("catching up: %s / %s", err.message, err.detail);
-}
-
-/* Step until `want` events of our table came (or 30 s). */
-static void until(cf_sc_engine *e, got *g, int want) {
-    cf_sc_emitter em = {new_rec, emit, g};
-    cf_err err;
-    int64_t t0 = mono_ms();
-    while (g->n < want && mono_ms() - t0 < 30000) {
-        size_t n;
-        cf_code rc = cf_sc_engine_step(e, &em, 500, &n, &err);
-        if (rc == CF_ERR_AGAIN) cf_sc_engine_wait(e, 100);
-        else if (rc) fail_msg("step: %s / %s / %s", err.message, err.detail, err.where);
-    }
-}
+#include "sc_live_util.h"
 
 /* system.local's tokens as Cassandra lists them, parsed here on their own */
 static size_t local_tokens(void) {
@@ -118,16 +40,8 @@ static size_t local_tokens(void) {
 
 static void test_ring_live(void **state) {
     (void)state;
-    const char *env = it_need_env("CF_TEST_CASSANDRA"), *raw = it_need_env("CF_TEST_CASSANDRA_CDC_RAW");
-    const char *colon = strrchr(env, ':');
-    assert_non_null(colon);
-    snprintf(host, sizeof host, "%.*s", (int)(colon - env), env);
-    port = atoi(colon + 1);
-    snprintf(ks, sizeof ks, "scring_%d_%u", (int)getpid(), (unsigned)time(NULL) % 100000);
-    cf_cql_options o = {.host = host, .port = port, .request_timeout_ms = 60000};
+    live_setup("scring");
     cf_err err;
-    if (cf_cql_connect(&o, &conn, &err) != CF_OK) fail_msg("connect %s:%d: %s / %s", host, port, err.message, err.detail);
-
     /* the ring: one node, system.local's tokens */
     cf_sc_ring ring;
     if (cf_sc_ring_read(conn, &ring, &err)) fail_msg("ring: %s / %s", err.message, err.detail);
@@ -147,14 +61,9 @@ static void test_ring_live(void **state) {
     snprintf(known, sizeof known, "%s", ring.nodes[0].address);
     cf_sc_ring_free(&ring);
 
-    q("CREATE KEYSPACE %s WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}", ks);
-    q("CREATE TABLE %s.t (k int PRIMARY KEY, v text, n bigint) WITH cdc = true", ks);
-
     cf_cass_schema *s_ring = cf_cass_schema_new(), *s_all = cf_cass_schema_new(), *s_bad = cf_cass_schema_new();
-    const char *dirs[] = {raw};
-    cf_sc_engine_opts eo = {.dirs = dirs, .n_dirs = 1, .schema = s_ring, .cql = &o, .cl = CF_SC_ONE,
-                            .timeout_ms = 60000, .max_pending = 100000, .cleanup = CF_SC_CLEANUP_NONE,
-                            .poll_ms = 500, .ranges = "ring"};
+    cf_sc_engine_opts eo = live_opts(s_ring);
+    eo.ranges = "ring";
     /* an address the ring does not have */
     cf_sc_engine *bad = NULL;
     eo.schema = s_bad;
@@ -197,8 +106,7 @@ static void test_ring_live(void **state) {
     cf_cass_schema_destroy(s_ring);
     cf_cass_schema_destroy(s_all);
     cf_cass_schema_destroy(s_bad);
-    q("DROP KEYSPACE IF EXISTS %s", ks);
-    cf_cql_close(conn);
+    live_teardown();
 }
 
 int main(void) {
