@@ -17,17 +17,13 @@ if [[ -z ${CF_TEST_KAFKA:-} ]]; then
   [[ -f $envf ]] && { set -a; source "$envf"; set +a; }
 fi
 : "${CF_TEST_KAFKA:?start the servers: scripts/servers start}" "${CF_TEST_REGISTRY:?}" "${CF_TEST_PYTHON:?}"
-R=$TESTS/data/cassandra/v8-lz4-rollover
-T=$(mktemp -d) ; trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d)
+source "$(dirname "$0")/sidecar_rest_lib.sh"
 failed=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; failed=1; fi; }
-for i in 1 2 3; do cp -r "$R/cdc_raw" "$T/n$i"; done
-port=$(( 20000 + RANDOM % 20000 ))
-url=http://127.0.0.1:$port
+sc_replicas
 run=stmt$$_$RANDOM
-"$CLI" cassandra sidecar --rest $port --bootstrap-servers "$CF_TEST_KAFKA" --offsets "$T/offsets" 2>"$T/log" &
-pid=$!
-for i in $(seq 100); do [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/connectors") == 200 ]] && break; sleep 0.1; done
+sc_start --bootstrap-servers "$CF_TEST_KAFKA" --offsets "$T/offsets"
 
 "$CLI" cassandra exec --url "$url" "
   CREATE DATA_SINK events_sink WITH uri = 'kafka://$CF_TEST_KAFKA/$run.{keyspace}.{table}'
@@ -57,8 +53,8 @@ curl -sf "$CF_TEST_REGISTRY/subjects" >"$T/subjects"
 check "the value subject of the sink's topic is registered" "grep -q '\"$run.cdcks.events-value\"' '$T/subjects'"
 "$CLI" cassandra exec --url "$url" "DROP DATA_SOURCE cdc ON TABLE cdcks.events; DROP DATA_SINK events_sink" >"$T/out" 2>"$T/err"
 rc=$?
-code=$(curl -s -o /dev/null -w '%{http_code}' "$url/api/v1/services/cdc/config")
+code=$(api GET /api/v1/services/cdc/config)
 check "dropped: no connector left ($rc, GET config $code)" "[[ $rc -eq 0 && $code == 404 ]]"
-kill -TERM $pid; wait $pid; rc=$?
+sc_stop; rc=$?
 check "SIGTERM: exit 0 ($rc)" "[[ $rc -eq 0 ]]"
 exit $failed

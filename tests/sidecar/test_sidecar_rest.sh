@@ -8,21 +8,14 @@
 # copied as three replicas.
 set -uo pipefail
 CLI=${CF_CLI:?} ; TESTS=${CF_TESTS_DIR:?}
-R=$TESTS/data/cassandra/v8-lz4-rollover
-T=$(mktemp -d) ; trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d)
+source "$(dirname "$0")/sidecar_rest_lib.sh"
 failed=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; failed=1; fi; }
-for i in 1 2 3; do cp -r "$R/cdc_raw" "$T/n$i"; done
-port=$(( 20000 + RANDOM % 20000 ))
-echo '{"worker.rest.auth.token": "s3cret"}' > "$T/auth.json"
-"$CLI" cassandra sidecar --config "$T/auth.json" --rest $port --output "$T/out.jsonl" --offsets "$T/offsets" 2>"$T/log" &
-pid=$!
-api() { # api METHOD PATH [BODY]: prints the status, the body goes to $T/body
-  curl -s -o "$T/body" -w '%{http_code}' -X "$1" -H 'Authorization: Bearer s3cret' -H 'Content-Type: application/json' \
-    ${3:+--data "$3"} "http://127.0.0.1:$port$2"
-}
-for i in $(seq 100); do [[ $(api GET /connectors 2>/dev/null) == 200 ]] && break; sleep 0.1; done
-code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/v1/services/cdc/health")
+sc_replicas
+TOKEN=s3cret
+sc_start --output "$T/out.jsonl" --offsets "$T/offsets"
+code=$(TOKEN= api GET /api/v1/services/cdc/health)
 check "without the token: 401 ($code)" "[[ $code == 401 ]]"
 code=$(api GET /api/v1/services/cdc/health)
 check "not configured yet: health 404 ($code)" "[[ $code == 404 ]] && grep -q 'no CDC service is configured' '$T/body'"
@@ -56,6 +49,6 @@ code=$(api DELETE /api/v1/services/cdc/config)
 check "DELETE config: 204 ($code)" "[[ $code == 204 ]]"
 code=$(api GET /api/v1/services/cdc/config)
 check "then GET config: 404 ($code)" "[[ $code == 404 ]]"
-kill -TERM $pid; wait $pid; rc=$?
+sc_stop; rc=$?
 check "SIGTERM: exit 0 ($rc)" "[[ $rc -eq 0 ]]"
 exit $failed

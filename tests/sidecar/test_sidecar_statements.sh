@@ -13,24 +13,15 @@
 # changes (19 inserts, 4 range deletes, 1 partition delete).
 set -uo pipefail
 CLI=${CF_CLI:?} ; TESTS=${CF_TESTS_DIR:?}
-R=$TESTS/data/cassandra/v8-lz4-rollover
-T=$(mktemp -d) ; trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d)
+source "$(dirname "$0")/sidecar_rest_lib.sh"
 failed=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; failed=1; fi; }
-for i in 1 2 3; do cp -r "$R/cdc_raw" "$T/n$i"; done
-port=$(( 20000 + RANDOM % 20000 ))
-url=http://127.0.0.1:$port
-echo '{"worker.rest.auth.token": "s3cret"}' > "$T/auth.json"
-"$CLI" cassandra sidecar --config "$T/auth.json" --rest $port --bootstrap-servers embedded --offsets "$T/offsets" \
-  2>"$T/log" &
-pid=$!
-api() { # api METHOD PATH [BODY]: prints the status, the body goes to $T/body
-  curl -s -o "$T/body" -w '%{http_code}' -X "$1" -H 'Authorization: Bearer s3cret' -H "Content-Type: ${CT:-application/json}" \
-    ${3:+--data-binary "$3"} "$url$2"
-}
-exe() { "$CLI" cassandra exec --url "$url" --token s3cret "$@" >"$T/out" 2>"$T/err"; }
+sc_replicas
+TOKEN=s3cret
+sc_start --bootstrap-servers embedded --offsets "$T/offsets"
+exe() { "$CLI" cassandra exec --url "$url" --token "$TOKEN" "$@" >"$T/out" 2>"$T/err"; }
 js() { python3 -c "import json,sys; d=json.load(open('$1')); sys.exit(not ($2))"; }
-for i in $(seq 100); do [[ $(api GET /connectors 2>/dev/null) == 200 ]] && break; sleep 0.1; done
 
 "$CLI" cassandra exec --url "$url" "CREATE DATA_SINK s1 WITH uri = 'kafka://127.0.0.1:9/x'" >"$T/out" 2>"$T/err"
 rc=$?
@@ -138,6 +129,6 @@ code=$(api DELETE /api/v1/services/cdc/config)
 exe "DROP DATA_SOURCE IF EXISTS cdc ON TABLE cdcks.simple; CREATE DATA_SINK IF NOT EXISTS e WITH uri = 'kafka://embedded/x'"
 check "DELETE config ($code): the data sources are gone, the sink stays" \
   "[[ $code == 204 ]] && js '$T/out' '[r[\"result\"] for r in d[\"results\"]] == [\"absent\", \"exists\"]'"
-kill -TERM $pid; wait $pid; rc=$?
+sc_stop; rc=$?
 check "SIGTERM: exit 0 ($rc)" "[[ $rc -eq 0 ]]"
 exit $failed
