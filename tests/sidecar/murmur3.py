@@ -1,7 +1,8 @@
 """murmur3.py - the token of a partition key as Cassandra's Murmur3Partitioner
-computes it, for tests: test_sidecar_rf3.sh checks it against the tokens
-Cassandra itself returned (tokens.jsonl) before using it for keys no table
-holds any more (deleted partitions)."""
+computes it, for tests: ranges_check.py (test_sidecar_rf3.sh,
+test_cluster_sidecar_ring.sh) checks it against the tokens Cassandra itself
+returned (tokens.jsonl) before using it for keys no table holds any more
+(deleted partitions)."""
 import struct
 M = (1 << 64) - 1
 def rotl(x, r): return ((x << r) | (x >> (64 - r))) & M
