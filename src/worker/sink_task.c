@@ -463,7 +463,11 @@ void *cf_sink_task_main(void *arg) {
             }
             /* what was put before the pause is still flushed and committed
              * on the interval (as a paused Connect sink task does): its
-             * sources wait for that */
+             * sources wait for that; a background write's at its end */
+            if (s.flight && flight_check(&s, false, &s.err)) {
+                s.failed = true;
+                break;
+            }
             if (cf_now_us() - s.last_commit_us >= w->flush_interval_ms * 1000 && sink_commit(&s, false, &s.err)) {
                 s.failed = true;
                 break;
