@@ -521,6 +521,8 @@ typedef struct cons {
     const _Atomic int64_t *deadline; /* the task's stop deadline (cf_msg_in.deadline) */
     rd_kafka_queue_t *commit_q;      /* answers of our commits */
     uint64_t commit_seq;             /* the commit whose answer is awaited */
+    uint64_t nowait_seq;             /* the last commit not waited for (0: none) */
+    bool nowait_answered, nowait_ok; /* its answer */
     unsigned revokes; /* partitions taken away so far (see cons_poll) */
     /* the partitions revoked during the current cons_poll call */
     cf_tp_pos *revoked;
@@ -710,6 +712,10 @@ static int commit_answer(cons *c, rd_kafka_event_t *ev, rd_kafka_resp_err_t *e) 
         const rd_kafka_topic_partition_list_t *l = rd_kafka_event_topic_partition_list(ev);
         for (int i = 0; !old && l && i < l->cnt; i++)
             if (l->elems[i].err) old = l->elems[i].err;
+        if (c->nowait_seq && (uint64_t)(uintptr_t)rd_kafka_event_opaque(ev) == c->nowait_seq) {
+            c->nowait_answered = true;
+            c->nowait_ok = !old || old == RD_KAFKA_RESP_ERR__NO_OFFSET;
+        }
         if (old && old != RD_KAFKA_RESP_ERR__NO_OFFSET)
             CF_WARN(COMP, "%s: an earlier commit of consumer offsets failed: %s; the next commit covers its "
                     "positions (until then a restart reads them again)", c->log.name, rd_kafka_err2str(old));
@@ -724,24 +730,37 @@ static int commit_answer(cons *c, rd_kafka_event_t *ev, rd_kafka_resp_err_t *e) 
     return 1;
 }
 
-static cf_code cons_commit(void *st, const cf_tp_pos *pos, size_t n, int timeout_ms, cf_err *err) {
-    cons *c = st;
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-    for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(l, pos[i].topic, pos[i].partition)->offset = pos[i].next_offset;
-    uint64_t seq = ++c->commit_seq;
-    /* answers of earlier commits (not waited for, or after their wait
-     * ended) are read and logged now */
+/* Answers that arrived, read without waiting (commit_answer logs them). */
+static void read_answers(cons *c) {
     for (rd_kafka_event_t *ev; (ev = rd_kafka_queue_poll(c->commit_q, 0));) {
         rd_kafka_resp_err_t ignored;
         commit_answer(c, ev, &ignored);
         rd_kafka_event_destroy(ev);
     }
+}
+
+static bool cons_committed(void *st) {
+    cons *c = st;
+    if (!c->nowait_seq) return true;
+    read_answers(c);
+    return c->nowait_answered && c->nowait_ok;
+}
+
+static cf_code cons_commit(void *st, const cf_tp_pos *pos, size_t n, int timeout_ms, cf_err *err) {
+    cons *c = st;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+    for (size_t i = 0; i < n; i++) rd_kafka_topic_partition_list_add(l, pos[i].topic, pos[i].partition)->offset = pos[i].next_offset;
+    uint64_t seq = ++c->commit_seq;
+    read_answers(c); /* of earlier commits (not waited for, or after their wait ended): logged now */
     rd_kafka_resp_err_t e = rd_kafka_commit_queue(c->rk, l, c->commit_q, NULL, (void *)(uintptr_t)seq);
     rd_kafka_topic_partition_list_destroy(l);
     if (timeout_ms == 0 && !e) {
         c->commit_seq++; /* its answer is an earlier commit's when it comes */
+        c->nowait_seq = seq;
+        c->nowait_answered = c->nowait_ok = false;
         return CF_OK;
     }
+    c->nowait_seq = 0; /* waited for: it covers what the last one not waited for held */
     bool answered = e != RD_KAFKA_RESP_ERR_NO_ERROR;
     int64_t start = cf_now_us(), until = start + (int64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000;
     while (!answered) {
@@ -960,7 +979,7 @@ cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const cha
         return CF_ERR_TRANSPORT;
     }
     c->commit_q = rd_kafka_queue_new(c->rk);
-    *in = (cf_msg_in){c, cons_poll, cons_commit, cons_destroy, cons_pause, cons_lag, NULL, NULL, NULL, NULL};
+    *in = (cf_msg_in){c, cons_poll, cons_commit, cons_destroy, cons_pause, cons_lag, NULL, NULL, NULL, NULL, cons_committed};
     return CF_OK;
 }
 

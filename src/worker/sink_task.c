@@ -54,6 +54,8 @@ typedef struct sinkstate {
     /* a write begun with flush_begin, not yet known to have ended: the
      * positions read before it, committed once it has */
     bool flight;
+    bool unconfirmed; /* all is committed, by a commit not waited for: its answer decides */
+    int64_t unconfirmed_us; /* when that commit was sent */
     uint64_t ticket;
     cf_tp_pos *fpos;
     size_t nfpos;
@@ -170,14 +172,18 @@ static cf_code flight_check(sinkstate *s, bool wait, cf_err *err) {
     if (rc || !done) return rc;
     int64_t t0 = cf_now_us();
     if (s->nfpos && commit_positions(s, s->fpos, s->nfpos, false, true)) {
-        /* what was read after the write began is still to commit */
+        /* what was read after the write began is still to commit; when
+         * nothing was, all is committed once that commit is answered */
+        bool all = s->nfpos == s->npos;
         for (size_t i = 0; i < s->npos; i++)
             for (size_t j = 0; j < s->nfpos; j++)
                 if (s->pos[i].partition == s->fpos[j].partition && strcmp(s->pos[i].topic, s->fpos[j].topic) == 0) {
                     s->first[i] = s->pos[i].next_offset > s->fpos[j].next_offset ? s->fpos[j].next_offset : -1;
+                    if (s->first[i] >= 0) all = false;
                     break;
                 }
         s->published = false;
+        if (all && !s->nacks) s->uncommitted = false, s->unconfirmed = true, s->unconfirmed_us = cf_now_us();
         cf_task_count_commit(t, cf_now_us() - t0);
         s->last_commit_us = cf_now_us();
     }
@@ -205,7 +211,9 @@ static cf_code flight_begin(sinkstate *s, cf_err *err) {
  * a failure, and a commit without an answer is not retried. */
 static cf_code sink_commit(sinkstate *s, bool at_stop, cf_err *err) {
     task *t = s->t;
-    if (!s->uncommitted && !s->nacks && !s->flight) return CF_OK;
+    if (!s->uncommitted && !s->nacks && !s->flight &&
+        (!s->unconfirmed || !s->in || !s->in->committed || s->in->committed(s->in->state)))
+        return CF_OK; /* nothing read since the last commit, and that one was made */
     if (at_stop && s->no_commit) {
         char text[1024];
         pending_text(s, text, sizeof text);
@@ -233,6 +241,7 @@ static cf_code sink_commit(sinkstate *s, bool at_stop, cf_err *err) {
     if (!rc && s->in && s->npos) {
         if (!commit_positions(s, s->pos, s->npos, at_stop, false)) return CF_OK;
         positions_committed(s);
+        s->unconfirmed = false;
     }
     int64_t us = cf_now_us() - t0;
     if (rc) {
@@ -534,6 +543,8 @@ void *cf_sink_task_main(void *arg) {
                     wait = left < 0 ? 0 : left < wait ? (int)left : wait;
                     if (wait == 0 && s.flight) wait = 5; /* due, but the last write still runs */
                 }
+                /* a write's end is seen soon: its offsets are committed then */
+                if (s.flight && wait > 10) wait = 10;
                 rc = in.poll(in.state, msgs, SINK_BATCH, &n, wait, &s.err);
             }
             if (s.failed) { /* a commit in a rebalance failed */
@@ -642,6 +653,16 @@ void *cf_sink_task_main(void *arg) {
         if (s.flight && flight_check(&s, false, &s.err)) {
             s.failed = true;
             break;
+        }
+        /* all was committed by a commit not waited for that has no good
+         * answer a second later (the broker went away, say): sent again,
+         * not waited for either, until one is answered (else the stop has
+         * to commit, with only its deadline to do it in) */
+        if (s.unconfirmed && !s.uncommitted && !s.flight && s.npos && s.in && s.in->committed &&
+            cf_now_us() - s.unconfirmed_us >= 1000000) {
+            if (!s.in->committed(s.in->state)) commit_positions(&s, s.pos, s.npos, false, true);
+            else s.unconfirmed = false;
+            s.unconfirmed_us = cf_now_us();
         }
         /* the plugin's own schedule: flush (and commit) what was put; in
          * the background when it can, reading on meanwhile */

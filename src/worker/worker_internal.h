@@ -141,6 +141,10 @@ struct cf_msg_in {
      * by then. */
     const _Atomic int64_t *deadline;
     cf_assign_fn on_assign; /* set by the worker; revoke_arg is its argument too */
+    /* Optional (NULL: every commit is known to be made): whether the last
+     * commit sent without waiting (timeout_ms 0) was answered, and without
+     * an error; answers that arrived are read now, nothing is waited for. */
+    bool (*committed)(void *state);
 };
 
 /* ---- record files (files.c) ---- */
