@@ -1176,8 +1176,7 @@ static void collect(cf_sink *s) {
     if (s->frc && !s->failed) {
         s->failed = true;
         s->fail_err = s->ferr;
-        if (!s->fail_err.code) s->fail_err.code = s->frc;
-        cf_log_err(CF_LOG_ERROR, "sink", &s->fail_err);
+        if (!s->fail_err.code) s->fail_err.code = s->frc; /* every later call returns it (the task logs it) */
     }
     if (!s->frc) s->done = s->begun;
     for (size_t i = 0; i < s->n_tables; i++) s->tables[i]->fnb = 0;
@@ -1241,15 +1240,13 @@ static cf_code take_off(cf_sink *s, cf_err *err) {
     return CF_OK;
 }
 
-/* A flush in put (the buffer's bounds, a compaction retry). */
-static cf_code flush_in_put(cf_sink *s, cf_err *err) {
-    if (!s->async || sk_cass_dirty(s->cass)) {
-        settle(s);
-        if (s->failed) return failure(s, err);
-        return do_flush(s, err);
-    }
+/* Write the buffer: handed to the writer (async_apply, no Cassandra state
+ * to save with it), else applied now; the write before it ended first. A
+ * flush in put (the buffer's bounds, a compaction retry) is this. */
+static cf_code begin_write(cf_sink *s, cf_err *err) {
     settle(s);
     if (s->failed) return failure(s, err);
+    if (!s->async || sk_cass_dirty(s->cass)) return do_flush(s, err);
     if (s->buffered == 0 && !(s->pos_dirty && keeps_positions(s))) return CF_OK;
     return take_off(s, err);
 }
@@ -1282,7 +1279,7 @@ cf_code cf_sink_put_at(cf_sink *s, cf_record *const *records, const cf_sink_posi
             /* applied first: what came before this record, with its positions */
             s->st.t_route_s += now_s() - t0;
             pos_own(s);
-            rc = flush_in_put(s, err);
+            rc = begin_write(s, err);
             if (rc) break;
             t0 = now_s();
             rc = route(s, r, true, &problem);
@@ -1306,7 +1303,7 @@ cf_code cf_sink_put_at(cf_sink *s, cf_record *const *records, const cf_sink_posi
             (s->o.batch_max_bytes && cf_arena_used(s->arena) >= s->o.batch_max_bytes)) {
             s->st.t_route_s += now_s() - t0;
             pos_own(s);
-            rc = flush_in_put(s, err);
+            rc = begin_write(s, err);
             t0 = now_s();
         }
     }
@@ -1330,17 +1327,16 @@ cf_code cf_sink_flush(cf_sink *s, cf_err *err) {
 
 cf_code cf_sink_flush_begin(cf_sink *s, uint64_t *ticket, cf_err *err) {
     *ticket = s->begun;
-    if (!s->async || sk_cass_dirty(s->cass)) {
-        cf_code rc = cf_sink_flush(s, err);
-        if (!rc) *ticket = s->done = ++s->begun;
-        return rc;
+    if (s->bg_failed) {
+        if (err) *err = s->bg_err;
+        return s->bg_err.code ? s->bg_err.code : CF_ERR_TARGET;
     }
-    settle(s);
-    if (s->failed) return failure(s, err);
-    if (s->buffered == 0 && !(s->pos_dirty && keeps_positions(s))) return CF_OK; /* nothing new: the last one's */
-    cf_code rc = take_off(s, err);
-    *ticket = s->begun;
-    return rc;
+    bool now = !s->async || sk_cass_dirty(s->cass); /* written when begin_write returns */
+    cf_code rc = begin_write(s, err);
+    if (rc) return rc;
+    if (now) s->done = ++s->begun;
+    *ticket = s->begun; /* nothing new to write: the last one's */
+    return CF_OK;
 }
 
 cf_code cf_sink_flush_wait(cf_sink *s, uint64_t ticket, bool wait, bool *done, cf_err *err) {
