@@ -112,7 +112,9 @@ typedef struct cf_sink_plugin {
      * says whether it has ended (waiting for it when `wait`); only then are
      * the positions read before flush_begin committed. flush still writes
      * everything put, one begun before included. An error of a begun write
-     * is returned by every later call. */
+     * is returned by every later call. flush_begin returns CF_ERR_AGAIN
+     * without beginning anything while a write the sink began by itself
+     * still runs: the worker reads on and asks again. */
     cf_code (*flush_begin)(void *task, uint64_t *ticket, cf_err *err);
     cf_code (*flush_wait)(void *task, uint64_t ticket, bool wait, bool *done, cf_err *err);
     /* Optional (NULL: the sink keeps no positions): the positions stored with

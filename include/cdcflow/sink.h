@@ -420,12 +420,15 @@ cf_code cf_sink_alter_positions(cf_sink *s, bool all, const cf_sink_stored_posit
 cf_code cf_sink_flush(cf_sink *s, cf_err *err);
 /* async_apply: hand everything buffered (and the positions it reaches) to
  * the writer thread and return while it is applied, so the next records
- * are routed meanwhile (one write at a time: a write begun before is waited
- * for first, and its error returned). *ticket names this write for
- * cf_sink_flush_wait. Without async_apply it is cf_sink_flush (the write
- * has ended when it returns). A failed write fails every later call: the
- * engine must be destroyed, and its input read again from what was
- * committed before. */
+ * are routed meanwhile. *ticket names this write for cf_sink_flush_wait.
+ * One write at a time: while one still runs (one the buffer's bounds began
+ * during cf_sink_put_at; the caller knows of its own), nothing is begun and
+ * CF_ERR_AGAIN is returned at once: ask again later (what is put meanwhile
+ * goes with that later write); the caller's reading is not held up. The
+ * error of an ended write is returned. Without async_apply it is
+ * cf_sink_flush (the write has ended when it returns). A failed write fails
+ * every later call: the engine must be destroyed, and its input read again
+ * from what was committed before. */
 cf_code cf_sink_flush_begin(cf_sink *s, uint64_t *ticket, cf_err *err);
 /* Whether the write `ticket` (and every one before it) has ended: *done,
  * waiting for it when `wait`. Its error, or the error of a later

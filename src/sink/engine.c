@@ -1331,6 +1331,14 @@ cf_code cf_sink_flush_begin(cf_sink *s, uint64_t *ticket, cf_err *err) {
         if (err) *err = s->bg_err;
         return s->bg_err.code ? s->bg_err.code : CF_ERR_TARGET;
     }
+    /* A write is still running: one the buffer's bounds began in put (the
+     * caller's own it knows of). Waiting for it here stopped the caller's
+     * reading for as long as that write had left (issue 18: a third of the
+     * run behind Kafka, the writer then idle while the caller caught up).
+     * Nothing is begun: the caller reads on and asks again. */
+    peek(s);
+    if (s->failed) return failure(s, err);
+    if (s->up) return cf_err_set(err, CF_ERR_AGAIN, "a write is still running");
     bool now = !s->async || sk_cass_dirty(s->cass); /* written when begin_write returns */
     cf_code rc = begin_write(s, err);
     if (rc) return rc;

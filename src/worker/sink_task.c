@@ -54,6 +54,7 @@ typedef struct sinkstate {
     /* a write begun with flush_begin, not yet known to have ended: the
      * positions read before it, committed once it has */
     bool flight;
+    bool begin_later; /* the last flush_begin found the sink's own write running (CF_ERR_AGAIN) */
     bool unconfirmed; /* all is committed, by a commit not waited for: its answer decides */
     int64_t unconfirmed_us; /* when that commit was sent */
     uint64_t ticket;
@@ -201,6 +202,15 @@ static cf_code flight_begin(sinkstate *s, cf_err *err) {
     s->fpos = p, s->nfpos = s->npos;
     s->flight = true;
     rc = s->t->c->plugin->u.sink.flush_begin(s->plugin_task, &s->ticket, err);
+    if (rc == CF_ERR_AGAIN) {
+        /* the sink's own write (its buffer's bounds) still runs: read on,
+         * still due, and begin this one once that one ended */
+        flight_drop(s);
+        cf_err_clear(err);
+        s->begin_later = true;
+        return CF_OK;
+    }
+    s->begin_later = false;
     if (rc) flight_drop(s);
     s->first_put_us = 0; /* the plugin's interval starts again */
     return rc;
@@ -541,7 +551,7 @@ void *cf_sink_task_main(void *arg) {
                 if (t->flush_every_ms && s.first_put_us) {
                     int64_t left = (s.first_put_us + t->flush_every_ms * 1000 - cf_now_us()) / 1000;
                     wait = left < 0 ? 0 : left < wait ? (int)left : wait;
-                    if (wait == 0 && s.flight) wait = 5; /* due, but the last write still runs */
+                    if (wait == 0 && (s.flight || s.begin_later)) wait = 5; /* due, but the last write still runs */
                 }
                 /* a write's end is seen soon: its offsets are committed then */
                 if (s.flight && wait > 10) wait = 10;
