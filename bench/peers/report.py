@@ -5,10 +5,16 @@ RESULTS.tsv lines, by part:
   sink    kind rep seconds rows_per_s cpu_s hwm_mb equal(yes|no) first_row_seconds
   source  kind rep seconds records_per_s cpu_s hwm_mb equal(yes|no) first_record_seconds records_on_topic
   idle    kind rep ready_seconds rss_mb cpu_s_while_idle hwm_mb
+  cassandra java|cdcflow rep wall_s cpu_s polled_hwm_mb init_s cold_s cold_cpu_s steady_s steady_cpu_s
+          hwm_mb mutations updates rows cell_bytes segments skipped
+  cassandra sidecar rep wall_s cpu_s polled_hwm_mb copies_read changes_published lines_written
+A run of the cassandra part alone (no sink, source or idle lines) rewrites only the Cassandra
+section of an existing OUT (between its markers), the rest of the file as it was.
 The chart (OUT with .png for .md) is drawn by gnuplot when PATH is given; the report says
 why there is none otherwise. Every figure in the report comes from RESULTS.tsv or the key=value
 arguments (what bench/peers/run printed): nothing here is typed in by hand.
 """
+import json
 import math
 import os
 import statistics
@@ -20,11 +26,22 @@ info = dict(a.split("=", 1) for a in sys.argv[4:])
 assert chart.startswith("gnuplot=")
 gnuplot = chart[len("gnuplot="):]
 NaN = float("nan")
-runs = {"sink": {}, "source": {}, "idle": {}}
+runs = {"sink": {}, "source": {}, "idle": {}, "cassandra": {}}
 for line in open(res):
     f = line.rstrip("\n").split("\t")
     part, kind, rep = f[0], f[1], int(f[2])
-    if part == "sink" or part == "source":
+    if part == "cassandra":
+        r = dict(rep=rep, wall=float(f[3]), cpu=float(f[4]), phwm=float(f[5]))
+        if kind == "sidecar":
+            r.update(copies=int(f[6]), published=int(f[7]), lines=int(f[8]), log=f[9] if len(f) > 9 else "")
+            r["cps"] = r["copies"] / r["wall"]
+        else:
+            r.update(init=float(f[6]), cold=float(f[7]), cold_cpu=float(f[8]), steady=float(f[9]),
+                     steady_cpu=float(f[10]), hwm=float(f[11]), counts=tuple(int(x) for x in f[12:18]))
+            r["ups"] = r["counts"][1] / r["steady"]
+            r["mps"] = r["counts"][0] / r["steady"]
+            r["cold_ups"] = r["counts"][1] / r["cold"]
+    elif part == "sink" or part == "source":
         secs, rps, cpu, hwm, ok, first = float(f[3]), float(f[4]), float(f[5]), float(f[6]), f[7], float(f[8])
         n = int(info["events"] if part == "sink" else info["lines"])
         r = dict(rep=rep, secs=secs, rps=rps, cpu=cpu, hwm=hwm, ok=ok, first=first,
@@ -65,6 +82,235 @@ def ratio(a, b):
 
 def num(v, fmt):
     return "-" if math.isnan(v) else format(v, fmt)
+
+
+# ---- the Cassandra part (its own section, between markers: a run of that part alone
+# rewrites only it)
+CASS_BEGIN = "<!-- bench/peers/run cassandra part: begin -->"
+CASS_END = "<!-- bench/peers/run cassandra part: end -->"
+
+
+def cmed(kind, f):
+    v = [r[f] for r in runs["cassandra"].get(kind, [])]
+    return statistics.median(v) if v else NaN
+
+
+def cassandra_section():
+    C = runs["cassandra"]
+    S = []
+    a = S.append
+    a(CASS_BEGIN)
+    a("## Cassandra: commit log decode beside Cassandra's own CommitLogReader")
+    a("")
+    a(f"From a run on {info.get('date', '?')} (`{info.get('cass_command') or info['command']}`): CPU {info['cpu']}, {info['nproc']} cores"
+      f" (nproc), memory {info['mem']}, Linux {info['kernel']}, load average {info.get('cass_load', '?')}"
+      " (shared machine: CPU seconds and memory are the robust figures); cdcflow"
+      f" {info['cdcflow']}; Cassandra {info.get('cass_version', '?')} (`org.apache.cassandra:cassandra-all`,"
+      f" the jars scripts/cassandra-node fetches for the test node) on {info.get('cass_java', '?')}.")
+    a("")
+    dbz, st = info.get("cass_dbz", ""), info.get("cass_dbz_status", "")
+    a(f"**Why not Debezium's Cassandra connector.** This run asked Maven Central for `{dbz}` (the Debezium"
+      f" version scripts/debezium uses): {st or 'not asked'}. Debezium's Cassandra connectors are built in a"
+      " repository of their own and published apart from Debezium's other modules, and the agent they build"
+      " runs beside a live node (its configuration names that node's cassandra.yaml and its CQL address), not"
+      " over copied segments without a node; so, as issue 17 allows, the peer here is the"
+      " decode part only: Cassandra's own `CommitLogReader`, what that agent (and Cassandra's commit log"
+      " replay) uses to read segments.")
+    a("")
+    d = json.loads(info["cass_data"]) if info.get("cass_data") else {"nodes": {}}
+    nodes = d["nodes"]
+    tb = sum(n["bytes"] for n in nodes.values())
+    te = sum(n["entries"] for n in nodes.values())
+    tf = sum(n["files"] for n in nodes.values())
+    per = ", ".join(f"{k} {v['files']} segments {v['bytes'] / 1e6:.1f} MB {v['entries']:,} mutations"
+                    f" ({v['repeats']:.0f} x its {v['entries_per_copy']} of the fixture)" for k, v in sorted(nodes.items()))
+    a(f"Data: the captured RF=3 case `tests/data/cassandra/{d.get('fixture', '?')}` (three nodes of Cassandra 5.0.5,"
+      " commit log version 8, uncompressed; each node's `cdc_raw` holds its copy of every write) repeated by"
+      f" `bench/peers/cass_segments.py` into {info.get('cass_mb', '?')} MiB of segments per replica: {per};"
+      f" {tf} segment files, {tb / 1e6:.1f} MB, {te:,} mutations in all. The entries (mutation bytes and both"
+      " CRCs) are Cassandra's own, byte for byte, in the order each node wrote them, only those of the"
+      " keyspace's tables (the fixture's segments also carry the system tables' writes of a small workload);"
+      " the framing is new: segments of about 32 MiB, each with an id of its own and its header and sync"
+      " marker CRCs computed for it, a `_cdc.idx` of `COMPLETED`. The sync sections are the fixture's"
+      " (small: a few entries each). The files are in the page cache before the runs (both read memory).")
+    a("")
+    a("Each contender is a process of its own, the three run one after another, interleaved,"
+      f" {info['repeat']} time(s) each:")
+    a("")
+    a("- peer: `bench/peers/CassReadBench.java` (javac against those jars), Java 17, -Xms1g -Xmx1g, G1:"
+      " Cassandra initialized offline (`DatabaseDescriptor.toolInitialization`, a temporary cassandra.yaml),"
+      " the keyspace, its type and its tables made known from the fixture's `schema.cql` (DESCRIBE WITH"
+      " INTERNALS, so each table has the id its mutations carry) through Cassandra's own CREATE statements"
+      " applied to the offline schema, then `CommitLogReader.readCommitLogSegment` on every segment with a"
+      " handler counting mutations, partition updates, rows and range tombstone bounds and summing the bytes"
+      " of keys, clusterings, cell values and cell paths")
+    a("- cdcflow decode: `bench/bench_cassandra_peer` (C, RelWithDebInfo build): cdcflow's segment reader"
+      " (each file up to its `_cdc.idx`, both entry CRCs checked) and mutation decoder, counting the same;"
+      " the totals must be equal (equal column), the check that both decoded the same data")
+    a("- cdcflow sidecar: `cdcflow cassandra sidecar --replica ... x3 --schema schema.cql --rf 3 --consistency"
+      " QUORUM --once --output FILE`: the whole path (read, decode, MD5 digest of each partition update,"
+      " dedup of the replicas' copies, change events as JSON with schemas into a record file)")
+    a("")
+    a(f"Peer and cdcflow decode read all segments {info.get('cass_rounds', '?')} times in their process: start-up s is"
+      " from the process start until the schema is loaded (for the JVM: its own start, class loading, Cassandra's"
+      " initialization); the first pass is cold (for the JVM: the JIT still compiling); steady is the median of"
+      " the other passes. updates/s: partition updates / seconds of a pass (wall clock). CPU s: the process's CPU"
+      " (user + system, every thread: JIT and GC too) in the steady pass; process CPU s: the whole process, from"
+      " its start to its exit. Peak RSS: VmHWM, read by the program itself at its end (the sidecar's: polled"
+      " every 5 ms while it runs).")
+    a("")
+    j = "java"
+    if j in C and "cdcflow" in C:
+        counts = {r["counts"] for k in (j, "cdcflow") for r in C[k]}
+        eq = "yes" if len(counts) == 1 else "NO"
+        c0 = C[j][0]["counts"]
+        a(f"Totals per pass: {c0[0]:,} mutations, {c0[1]:,} partition updates, {c0[2]:,} rows and range tombstone"
+          f" bounds, {c0[3]:,} bytes of keys, clusterings and cell values, {c0[4]} segments, {c0[5]} mutations"
+          f" skipped (unknown tables), peer and cdcflow equal in every run: {eq}.")
+        a("")
+        a("Medians, ratios against the peer:")
+        a("")
+        a("| contender | start-up s | first pass s | steady pass s | updates/s steady | x peer | updates/s first pass |"
+          " x peer | CPU s steady pass | x less CPU | process s | process CPU s | x less CPU | peak RSS MB |"
+          " x less memory |")
+        a("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        lab = {j: "Cassandra CommitLogReader (peer)", "cdcflow": "cdcflow decode (bench_cassandra_peer)"}
+        for k in (j, "cdcflow"):
+            a(f"| {lab[k]} | {cmed(k, 'init'):.3f} | {cmed(k, 'cold'):.3f} | {cmed(k, 'steady'):.3f} |"
+              f" {cmed(k, 'ups'):,.0f} | {ratio(cmed(k, 'ups'), cmed(j, 'ups'))} | {cmed(k, 'cold_ups'):,.0f} |"
+              f" {ratio(cmed(k, 'cold_ups'), cmed(j, 'cold_ups'))} | {cmed(k, 'steady_cpu'):.3f} |"
+              f" {ratio(cmed(j, 'steady_cpu'), cmed(k, 'steady_cpu'))} | {cmed(k, 'wall'):.2f} | {cmed(k, 'cpu'):.2f} |"
+              f" {ratio(cmed(j, 'cpu'), cmed(k, 'cpu'))} | {cmed(k, 'hwm'):.1f} | {ratio(cmed(j, 'hwm'), cmed(k, 'hwm'))} |")
+        a("")
+    if "sidecar" in C:
+        sc = C["sidecar"]
+        pub = sorted({r["published"] for r in sc})
+        a("The whole path, cdcflow's sidecar (one pass, start-up included), medians:")
+        a("")
+        a("| contender | seconds | replica copies (mutations) read | copies/s | x the peer's steady mutations/s | CPU s | peak RSS MB |"
+          " x less memory than the peer | events published |")
+        a("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        a(f"| cdcflow sidecar --once (RF=3, QUORUM) | {cmed('sidecar', 'wall'):.2f} | {sc[0]['copies']:,} |"
+          f" {cmed('sidecar', 'cps'):,.0f} | {ratio(cmed('sidecar', 'cps'), cmed(j, 'mps'))} | {cmed('sidecar', 'cpu'):.2f} |"
+          f" {cmed('sidecar', 'phwm'):.1f} | {ratio(cmed(j, 'hwm'), cmed('sidecar', 'phwm'))} |"
+          f" {' / '.join(f'{p:,}' for p in pub)} |")
+        a("")
+        a(f"Events published: the sidecar publishes a write once its copies reach the consistency level, and"
+          f" counts a later copy of a digest it has already published as a duplicate; the data set repeats the same writes"
+          f" (same keys, same timestamps: the same digests), so it published {' / '.join(f'{p:,}' for p in pub)}"
+          f" changes for {sc[0]['copies']:,} copies read (this data set measures the reading and the dedup, not"
+          f" the publishing of distinct changes; the sidecar's log in this run:"
+          f" `{sc[0].get('log', '')}`). Debezium's Cassandra connector publishes every replica's copy: an"
+          f" agent on each of the three nodes, so {sc[0]['copies']:,} events for this data (a consumer"
+          " deduplicates them). The peer above only decodes; it publishes nothing.")
+        a("")
+    a("Raw numbers, every run:")
+    a("")
+    a("| contender | run | process s | process CPU s | start-up s | first pass s | first CPU s | steady s |"
+      " steady CPU s | peak RSS MB |")
+    a("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for k in (j, "cdcflow"):
+        for r in sorted(C.get(k, []), key=lambda r: r["rep"]):
+            a(f"| {k} | {r['rep']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['init']:.3f} | {r['cold']:.3f} |"
+              f" {r['cold_cpu']:.3f} | {r['steady']:.3f} | {r['steady_cpu']:.3f} | {r['hwm']:.1f} |")
+    for r in sorted(C.get("sidecar", []), key=lambda r: r["rep"]):
+        a(f"| sidecar | {r['rep']} | {r['wall']:.2f} | {r['cpu']:.2f} | - | - | - | - | - | {r['phwm']:.1f} |")
+    a("")
+    pf = os.path.join(os.path.dirname(os.path.abspath(res)), "cass-profile.txt")
+    syms, dsos = [], []
+    if os.path.exists(pf):
+        for line in open(pf):
+            k, _, rest = line.rstrip("\n").partition(" ")
+            if k == "none":
+                a(f"Profile: none ({rest}).")
+                a("")
+            elif k in ("sym", "dso"):
+                pct, _, what = rest.strip().partition("%")
+                (syms if k == "sym" else dsos).append((float(pct), what.split()))
+    if syms:
+        a("Where cdcflow's decode time goes: one more run of `bench_cassandra_peer` (2 passes, not counted above)"
+          " under `perf record -F 999`, the top symbols by self time:")
+        a("")
+        a("| symbol | where | self % |")
+        a("|---|---|---:|")
+        for pct, what in syms:
+            a(f"| `{what[-1]}` | {what[0]} | {pct:.1f} |")
+        a("")
+        a("By library: " + ", ".join(f"{w_[0]} {p:.1f} %" for p, w_ in dsos) + " (the kernel's share: the reads of"
+          " the segment files, copying from the page cache, and the system calls; cdcflow's reader makes three"
+          " a sync section: an fstat to follow a growing file, a pread of the marker, a pread of the section).")
+        a("")
+    if j in C and "cdcflow" in C:
+        t, m = cmed("cdcflow", "ups") / cmed(j, "ups"), cmed(j, "hwm") / cmed("cdcflow", "hwm")
+        tc = cmed("cdcflow", "cold_ups") / cmed(j, "cold_ups")
+        ok = t >= 10 and m >= 20
+        a(f"Against the goal (10 x the throughput at no more than 1/20 of the memory): the decode runs at {t:.2f} x"
+          f" the peer's steady-state throughput ({tc:.2f} x its first pass, {ratio(cmed(j, 'cpu'), cmed('cdcflow', 'cpu'))} x"
+          f" less CPU for the whole process, the JVM's start-up included) at 1/{m:.0f} of its peak memory:"
+          f" {'reached' if ok else 'not reached'}" + ("." if ok or t >= 10 else
+          " for the throughput once the JVM is warm; the memory part is reached. The peer's steady state is"
+          " Cassandra's reader after the JIT has compiled it, on one thread like cdcflow's. What would close the"
+          " gap is in the profile above: the reads of the files (three system calls per sync section, and the"
+          " fixture's sections are small: a few entries each, so reading ahead many sections at once, or mapping"
+          " a completed segment, would save most of the kernel's and libc's share) and then the decoder itself"
+          " (decode_one, read_row_body, read_cell, the Murmur3 token of every key and the CRCs)."))
+        a("")
+    a("Reproduce this section alone (no server needed: Java 17 with javac, Maven, python3, a built"
+      " `build/cdcflow` and `build/bench/bench_cassandra_peer`; the cassandra-all jars are fetched once into"
+      " $CF_SERVERS_CACHE by scripts/cassandra-node; about 2 minutes on 2 cores):")
+    a("")
+    a("```")
+    a(f"bench/peers/run --parts cassandra --repeat {info['repeat']} --cass-mb {info.get('cass_mb', '?')}")
+    a("```")
+    a("")
+    a(CASS_END)
+    return S
+
+
+def splice_cassandra(path):
+    """rewrite only the Cassandra section of an existing report"""
+    text = open(path).read()
+    sec = "\n".join(cassandra_section())
+    if CASS_BEGIN in text and CASS_END in text:
+        a, _, rest = text.partition(CASS_BEGIN)
+        _, _, b = rest.partition(CASS_END)
+        text = a + sec + b
+    else:
+        anchor = "## Not yet measured (planned)"
+        if anchor not in text:
+            anchor = "## Reproduce"
+        a, _, b = text.partition(anchor)
+        text = a + sec + "\n\n" + anchor + b
+    # the planned line it replaces, and the header's promise of one run
+    lines = text.split("\n")
+    out_l, skip = [], False
+    for l in lines:
+        if l.startswith("- Cassandra: Debezium's Cassandra connector (or Cassandra's own CommitLogReader)"):
+            skip = True
+            continue
+        if skip and l.startswith("  "):
+            continue
+        skip = False
+        out_l.append(l)
+    # a planned list left empty
+    for i, l in enumerate(out_l):
+        if l == "## Not yet measured (planned)":
+            j = i + 1
+            while j < len(out_l) and not out_l[j].strip():
+                j += 1
+            if j == len(out_l) or out_l[j].startswith("## "):
+                out_l[i + 1:j] = ["", "- nothing: each comparison of issue 17 has its section above", ""]
+            break
+    text = "\n".join(out_l)
+    text = text.replace("every figure below comes from one run of it, on the machine\nand versions listed,",
+                        "every figure below comes from one run of it, on the machine\nand versions listed (the"
+                        " Cassandra section: from a run of its own, which it\ndescribes),")
+    open(path, "w").write(text)
+
+
+if runs["cassandra"] and not (runs["sink"] or runs["source"] or runs["idle"]) and os.path.exists(out):
+    splice_cassandra(out)
+    sys.exit(0)
 
 
 L = []
@@ -398,10 +644,14 @@ else:
 if info.get("extra"):
     w(f"This run added to cdcflow's sink worker file: `{info['extra']}`.")
 w("")
+if runs["cassandra"]:
+    L.extend(cassandra_section())
+    w("")
 w("## Not yet measured (planned)")
 w("")
-w("- Cassandra: Debezium's Cassandra connector (or Cassandra's own CommitLogReader) against the Cassandra CDC")
-w("  source over the same `cdc_raw` segments: not yet measured (planned)")
+if not runs["cassandra"]:
+    w("- Cassandra: Debezium's Cassandra connector (or Cassandra's own CommitLogReader) against the Cassandra CDC")
+    w("  source over the same `cdc_raw` segments: not measured in this run (`--parts` without cassandra)")
 for part in ("sink", "source", "idle"):
     if part not in info["parts"].split(","):
         w(f"- {part}: not measured in this run (`--parts {info['parts']}`)")
