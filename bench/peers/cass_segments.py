@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/peers/cass_segments.py - a data set for the Cassandra part of bench/peers/run.
 
-    cass_segments.py FIXTURE OUT MB [SEGMENT_MB]
+    cass_segments.py FIXTURE OUT MB [SEGMENT_MB [SECTION_KB]]
 
 FIXTURE is a captured RF=3 case (tests/data/cassandra/rf3-all-up): node1/ node2/
 node3/, each with the cdc_raw/ segments Cassandra 5.0 wrote (commit log version
@@ -16,7 +16,10 @@ of its own, so its header CRC and every sync marker's CRC (which cover the
 segment id and the marker's position) are computed again as Cassandra's
 CommitLogDescriptor.writeHeader and CommitLogSegment.writeSyncMarker do; eight
 zero bytes end the file (as zero padding ends a segment) and a _cdc.idx says
-"<end of the last section>\\nCOMPLETED". The keyspace's schema.cql (the table ids
+"<end of the last section>\\nCOMPLETED". With SECTION_KB > 0, consecutive sections
+are joined into sections of at least SECTION_KB KiB (the same entries in the same
+order, fewer sync markers: what a node under load writes, its periodic sync
+covering many writes); 0 (the default) keeps the fixture's sections. The keyspace's schema.cql (the table ids
 the entries carry) is copied to OUT/schema.cql.
 
 Prints one line of JSON: per node the files, file bytes, entries (mutations)
@@ -113,10 +116,11 @@ def write_segment(path, version, seg_id, params, sections):
 
 
 def main():
-    if len(sys.argv) not in (4, 5):
+    if len(sys.argv) not in (4, 5, 6):
         sys.exit(__doc__)
     fixture, out, mb = sys.argv[1], sys.argv[2], float(sys.argv[3])
     seg_bytes = int(float(sys.argv[4] if len(sys.argv) > 4 else 32) * 1048576)
+    section_bytes = int(float(sys.argv[5]) * 1024) if len(sys.argv) > 5 else 0
     target = int(mb * 1048576)
     os.makedirs(out, exist_ok=True)
     shutil.copy(os.path.join(fixture, "schema.cql"), os.path.join(out, "schema.cql"))
@@ -136,21 +140,34 @@ def main():
         copy_bytes = sum(len(b) + 8 for b, _ in secs)
         dst = os.path.join(out, node, "cdc_raw")
         os.makedirs(dst, exist_ok=True)
-        files = total = entries = 0
+        files = total = entries = nsec = planned = 0  # planned: bytes before sections are joined
         i = 0  # the next section of the node's sequence, repeated
         seg_id = 1800000000000 + ni * 1000000
-        while total < target:
+        while planned < target:
             chunk, size = [], 0
-            while size < seg_bytes and total + size < target:
+            while size < seg_bytes and planned + size < target:
                 chunk.append(secs[i % len(secs)])
                 size += len(secs[i % len(secs)][0]) + 8
                 i += 1
+            if section_bytes > 0:  # join consecutive sections
+                joined, body, cnt = [], bytearray(), 0
+                for b_, n_ in chunk:
+                    body += b_
+                    cnt += n_
+                    if len(body) >= section_bytes:
+                        joined.append((bytes(body), cnt))
+                        body, cnt = bytearray(), 0
+                if cnt:
+                    joined.append((bytes(body), cnt))
+                chunk = joined
+            nsec += len(chunk)
             n, e = write_segment(os.path.join(dst, f"CommitLog-{version}-{seg_id}.log"), version, seg_id, params, chunk)
             seg_id += 1
             files += 1
+            planned += size
             total += n
             entries += e
-        report["nodes"][node] = {"files": files, "bytes": total, "entries": entries, "sections": i,
+        report["nodes"][node] = {"files": files, "bytes": total, "entries": entries, "sections": nsec, "source_sections": i,
                                  "repeats": i / len(secs), "entries_per_copy": per_copy, "copy_bytes": copy_bytes}
     print(json.dumps(report))
 
