@@ -28,6 +28,9 @@ the kill modes of test_it_debezium_pipeline.sh and test_it_cassandra_e2e.sh).
   --until CMD       after the workload ended: polled (bash) until it exits 0 (--timeout seconds)
   --applied CMD     prints how far the targets are (a number: records applied); printed at each
                     kill, and the first start's time until it is above 0 is the measured `life`
+  --life-from ready|applied
+                    `life` is the time until every process is ready, or until --applied is above 0
+                    (the default with --applied: the targets had something to apply at the start)
 
 The kill moments follow the run, not fixed sleeps (on a loaded machine a fixed schedule ends
 before or after the work it was meant to hit): the moments are random steps of the workload
@@ -111,6 +114,7 @@ def main():
     p.add_argument("--broker-restart")
     p.add_argument("--until")
     p.add_argument("--applied")
+    p.add_argument("--life-from", choices=["ready", "applied"])
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     a = p.parse_args()
@@ -189,7 +193,8 @@ def main():
     for name in cmds:
         wait_ready(name)
     life = time.time() - t0  # how long a start takes here and now: what the kill moments follow
-    if a.applied:
+    from_applied = (a.life_from or ("applied" if a.applied else "ready")) == "applied"
+    if from_applied:
         while applied() <= 0:
             alive()
             if time.time() - t0 > 120:
@@ -197,7 +202,7 @@ def main():
             time.sleep(0.1)
         life = time.time() - t0
     say(f"seed {a.seed}: {', '.join(cmds)} running; {a.kills} kills of each of {', '.join(victims)}; "
-        f"{'the first apply' if a.applied else 'ready'} {life:.1f} s after the start")
+        f"{'the first apply' if from_applied else 'ready'} {life:.1f} s after the start")
     env = dict(os.environ, CF_KILL_GATE=gate, CF_KILL_PROGRESS=progress)
     work = subprocess.Popen(["bash", "-c", a.workload], env=env, stdin=subprocess.DEVNULL)
     while not os.path.exists(progress):  # the workload's first step says its length
