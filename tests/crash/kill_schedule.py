@@ -39,7 +39,7 @@ moment until the process killed before is ready again, so every kill lands while
 runs, and a restart that takes long only slows the workload down. The workload's pace follows
 the first start, measured: the time until the processes were ready (or, with --applied, until
 the targets had applied something); a step every 2 x that x kills / steps, so that a process
-lives twice that between kills on average. Exit 0 when every kill was
+lives twice that between kills on average (at most 0.5 s a step, and 150 s for the whole workload). Exit 0 when every kill was
 made, the workload and CMD ended well, and every process stopped with exit 0.
 """
 import argparse
@@ -219,7 +219,7 @@ def main():
     lead = max(2, total // (4 * nk))  # how far the workload may go past a kill moment before it waits
     # the workload's pace: the processes live 2 x `life` between kills on average (some die before
     # their first apply, others in the middle of their work)
-    pace = min(0.5, 2 * life * nk / total)
+    pace = min(0.5, 2 * life * nk / total, 150.0 / total)  # and the workload within 150 s of gate time
     say(f"the workload: {total} steps, one every {pace * 1000:.0f} ms at most")
     restart_after = rnd.randrange(1, nk) if a.broker_restart else -1
     at = 0
