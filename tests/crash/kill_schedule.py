@@ -59,6 +59,7 @@ class Gate:
         self.total = total
         self.gate = os.environ.get("CF_KILL_GATE")
         self.progress = os.environ.get("CF_KILL_PROGRESS")
+        self.driver = int(os.environ.get("CF_KILL_DRIVER", "0"))
 
     def step(self, i):
         if not self.gate:
@@ -72,6 +73,10 @@ class Gate:
                     break
             except (OSError, ValueError):
                 pass
+            try:
+                os.kill(self.driver, 0)
+            except OSError:  # kill_schedule.py is gone: nobody opens the gate any more
+                sys.exit("the kill schedule is gone: the workload stops")
             time.sleep(0.02)
         time.sleep(float(pace))
 
@@ -162,7 +167,7 @@ def main():
             if pr.poll() is None:
                 pr.kill()
         if work and work.poll() is None:
-            work.kill()
+            os.killpg(work.pid, signal.SIGKILL)
         sys.exit(1)
 
     def alive():
@@ -203,8 +208,8 @@ def main():
         life = time.time() - t0
     say(f"seed {a.seed}: {', '.join(cmds)} running; {a.kills} kills of each of {', '.join(victims)}; "
         f"{'the first apply' if from_applied else 'ready'} {life:.1f} s after the start")
-    env = dict(os.environ, CF_KILL_GATE=gate, CF_KILL_PROGRESS=progress)
-    work = subprocess.Popen(["bash", "-c", a.workload], env=env, stdin=subprocess.DEVNULL)
+    env = dict(os.environ, CF_KILL_GATE=gate, CF_KILL_PROGRESS=progress, CF_KILL_DRIVER=str(os.getpid()))
+    work = subprocess.Popen(["bash", "-c", a.workload], env=env, stdin=subprocess.DEVNULL, start_new_session=True)
     while not os.path.exists(progress):  # the workload's first step says its length
         alive()
         time.sleep(0.05)
