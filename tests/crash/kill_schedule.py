@@ -23,8 +23,9 @@ the kill modes of test_it_debezium_pipeline.sh and test_it_cassandra_e2e.sh).
                     Gate.step(i) before each of its steps (environment CF_KILL_GATE/_PROGRESS):
                     its progress decides the kill moments
   --broker-restart CMD
-                    run once, after a random kill, while every process runs (stops and starts the
-                    broker, its data kept)
+                    run once, at a random step of the workload between two kills, while every
+                    process runs (stops and starts the broker, its data kept); with --applied only
+                    once the targets moved since the kill before (not while that process starts)
   --until CMD       after the workload ended: polled (bash) until it exits 0 (--timeout seconds)
   --applied CMD     prints how far the targets are (a number: records applied); printed at each
                     kill, and the first start's time until it is above 0 is the measured `life`
@@ -244,9 +245,19 @@ def main():
         done = f", {applied()} applied" if a.applied else ""
         say(f"kill {k + 1}/{nk}: {name} at step {at} of {total}{done}, ready again after {time.time() - ts:.1f} s")
         if k + 1 == restart_after:
+            # at a random step between this kill and the next, once the restarted process has
+            # done some work (with --applied: the targets moved), not right at its start
+            step = rnd.randint(at + 1, max(at + 1, moments[k + 1] - 1))
+            open_gate(min(total, max(step, moments[k + 1]) + lead))
+            was = applied() if a.applied else 0
+            until = time.time() + max(5.0, 4 * life)  # the targets may have caught up with the gate
+            while _read_int(progress, 0) < step or (a.applied and applied() <= was and time.time() < until):
+                alive()
+                time.sleep(0.05)
             ts = time.time()
+            step = _read_int(progress, 0)
             subprocess.run(["bash", "-c", a.broker_restart], check=True, stdout=subprocess.DEVNULL)
-            say(f"broker restarted after kill {k + 1} ({time.time() - ts:.1f} s), every process running")
+            say(f"broker restarted at step {step} ({time.time() - ts:.1f} s), every process running")
         at = _read_int(progress, 0)
     open_gate(total + 1)
     while work.poll() is None:
