@@ -126,14 +126,15 @@ marks() { # both markers in both targets: 4
                            (SELECT count(*) FROM ${run}_${ks}_wide WHERE p = 1000)" 2>/dev/null)
   echo $(( ${a:-0} + ${b:-0} ))
 }
+pg_applied() { psqlq "SELECT coalesce(sum(next_offset), 0) FROM ${schema}._cdcflow_positions"; }
+lite_applied() { sqlite3 "$T/e2e.db" "SELECT coalesce(sum(next_offset), 0) FROM _cdcflow_positions"; }
 applied() { # the fewer records of the two sinks' positions
   local a b
-  a=$(psqlq "SELECT coalesce(sum(next_offset), 0) FROM ${schema}._cdcflow_positions" 2>/dev/null)
-  b=$(sqlite3 "$T/e2e.db" "SELECT coalesce(sum(next_offset), 0) FROM _cdcflow_positions" 2>/dev/null)
+  a=$(pg_applied 2>/dev/null) b=$(lite_applied 2>/dev/null)
   echo $(( ${a:-0} < ${b:-0} ? ${a:-0} : ${b:-0} ))
 }
 if ((KILLS)); then
-  export -f marks applied psqlq
+  export -f marks applied pg_applied lite_applied psqlq
   export CF_TEST_PG schema run ks T
   q() { printf '%q ' "$@"; }
   timeout 900 python3 "$TESTS/crash/kill_schedule.py" --dir "$T" --seed "$((seed % 1000003))" --kills "$KILLS" \
@@ -194,8 +195,8 @@ print(n)
 EOF
 events=$(tail -1 "$T/dump.out")
 check "the events on Kafka read back ($events)" "[[ \$? -eq 0 && ${events:-0} -gt 0 ]] || { cat '$T/dump.out'; false; }"
-lite_n=$(sqlite3 "$T/e2e.db" "SELECT coalesce(sum(next_offset), 0) FROM _cdcflow_positions")
-pg_n=$(psqlq "SELECT coalesce(sum(next_offset), 0) FROM ${schema}._cdcflow_positions")
+lite_n=$(lite_applied)
+pg_n=$(pg_applied)
 check "each sink applied every event on Kafka ($events; PostgreSQL $pg_n, SQLite $lite_n; $statements statements)" \
   "[[ $lite_n -eq $events && $pg_n -eq $events ]]"
 check "PostgreSQL: every table equals Cassandra's SELECT JSON at ALL" \
