@@ -14,6 +14,7 @@ oracle of it: Cassandra's own SELECT JSON at ALL.
       middle, and then writes to them. Prints "statements S" (the events the
       sidecar must publish at most), the last two the markers: a row
       p = 1000 in wide, id = 1000 in users. OUT/workload.cql: every statement in order.
+      Run by tests/crash/kill_schedule.py, each of the N statements waits at its gate first.
       Then the oracle (scripts/cassandra-fixtures/oracle.py write_oracle, at
       ALL): OUT/schema.cql, OUT/expected/<table>.jsonl: the case directory
       that tests/sink/cassandra_tables.py compares a target with.
@@ -43,6 +44,8 @@ from cassandra.query import SimpleStatement
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts", "cassandra-fixtures"))
 import oracle  # noqa: E402  (write_oracle: the fixtures' oracle files)
+sys.path.insert(0, os.path.join(HERE, "..", "crash"))
+from kill_schedule import Gate  # noqa: E402  (the kill mode of test_it_cassandra_e2e.sh)
 
 ADDR = "CREATE TYPE {ks}.addr (street text, zip int)"
 WIDE = ("CREATE TABLE {ks}.wide (p int, c1 int, c2 text, a text, b bigint, f double, s set<text>, "
@@ -240,13 +243,16 @@ def main():
             rec = oracle.Recorder(s, os.path.join(out, "workload.cql"), ConsistencyLevel.ALL, one_line=True)
             g = Gen(random.Random(seed), ks)
             dml = 0
+            gate = Gate(n)  # without tests/crash/kill_schedule.py around it: nothing
             for i in range(n):
+                gate.step(i)
                 if i == n // 2:
                     for t, cols in ADDED.items():
                         rec.run("ALTER TABLE %s.%s ADD (%s)" % (ks, t, ", ".join("%s %s" % c for c in cols)))
                     g.added = True
                 rec.run(g.batch() if g.r.random() < 0.05 else g.statement())
                 dml += 1
+            gate.done()
             # the markers: the last change of each table (the test waits for them in the targets)
             rec.run("INSERT INTO %s.wide (p, c1, c2, a) VALUES (1000, 0, 'end', 'end')" % ks)
             rec.run("INSERT INTO %s.users (id, name) VALUES (1000, 'end')" % ks)

@@ -4,6 +4,11 @@
   debezium_pipeline.py workload SCHEMA TABLE SEED N default|full
                                     N random operations, then the seed's 32-operation sequence,
                                     then the fence row
+  debezium_pipeline.py feed CONNINFO SEED FILE...   the streamed parts of the workloads (FILE: SQL of
+                                    `workload` after the snapshot mark), one transaction after the other on
+                                    one connection, the files interleaved at random; each transaction passes
+                                    tests/crash/kill_schedule.py's Gate first (the kill mode of the test)
+  debezium_pipeline.py applied CONNINFO TARGET...   the fewest records one of the targets' sinks applied
   debezium_pipeline.py compare CONNINFO SCHEMA.TABLE (sqlite:DB:TABLE | pg:SCHEMA.TABLE)...
       every target table equals the source table (exit 0), or the differences (exit 1)
 
@@ -22,11 +27,15 @@ and is sometimes kept (updates and re-inserts that repeat it): the rule the seed
 needs. The oracle is the source table itself, read back with psql at the end, never a model.
 """
 import json
+import os
 import random
 import sqlite3
 import subprocess
 import sys
 from decimal import Decimal
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
+from kill_schedule import Gate  # noqa: E402
 
 COLS = ["id", "email", "name", "version1", "score", "active", "qty", "tag", "amount",
         "note", "blob", "doc", "labels", "ints"]
@@ -207,6 +216,47 @@ def workload(schema, table, seed, n, ident):
     print("\n".join(w.out))
 
 
+def transactions(path):
+    """the statements of a workload file, a BEGIN ... COMMIT block as one"""
+    out, block = [], None
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("--"):
+                continue
+            if line == "BEGIN;":
+                block = [line]
+            elif block is not None:
+                block.append(line)
+                if line == "COMMIT;":
+                    out.append("\n".join(block))
+                    block = None
+            else:
+                out.append(line)
+    return out
+
+
+def feed(conninfo, seed, paths):
+    queues = [transactions(p) for p in paths]
+    r = random.Random(seed)
+    order = [i for i, q in enumerate(queues) for _ in q]
+    r.shuffle(order)  # the files interleaved; each file's own order kept
+    gate = Gate(len(order))
+    psql = subprocess.Popen(["psql", conninfo, "-XAtq", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    pos = [0] * len(queues)
+    for n, i in enumerate(order):
+        gate.step(n)
+        psql.stdin.write(queues[i][pos[i]] + "\n\\echo fed\n")
+        psql.stdin.flush()
+        pos[i] += 1
+        if psql.stdout.readline().strip() != "fed":
+            sys.exit(f"feed: psql failed at transaction {n} ({paths[i]})")
+    gate.done()
+    psql.stdin.close()
+    sys.exit(psql.wait())
+
+
 # ---------------------------------------------------------------- the comparison
 
 def norm(c, v):
@@ -314,12 +364,39 @@ def has_fence(conninfo, target):
         return False
 
 
+def applied(conninfo, targets):
+    """the fewest records any of the targets' sinks applied (their _cdcflow_positions)"""
+    counts = []
+    for tgt in targets:
+        kind, rest = tgt.split(":", 1)
+        try:
+            if kind == "sqlite":
+                con = sqlite3.connect(rest.rsplit(":", 1)[0], timeout=10)
+                try:
+                    counts.append(con.execute("SELECT coalesce(sum(next_offset), 0) FROM _cdcflow_positions")
+                                  .fetchone()[0])
+                finally:
+                    con.close()
+            else:
+                out = subprocess.run(["psql", conninfo, "-XAtq", "-c", "SELECT coalesce(sum(next_offset), 0) FROM "
+                                      f'"{rest.split(".", 1)[0]}"._cdcflow_positions'],
+                                     capture_output=True, text=True).stdout.strip()
+                counts.append(int(out) if out.isdigit() else 0)
+        except sqlite3.Error:
+            counts.append(0)
+    return min(counts)
+
+
 if __name__ == "__main__":
     a = sys.argv[1:]
     if a[0] == "ddl":
         ddl(a[1], a[2], a[3])
     elif a[0] == "workload":
         workload(a[1], a[2], int(a[3]), int(a[4]), a[5])
+    elif a[0] == "applied":  # applied CONNINFO TARGET...: the fewest records a target's sink applied
+        print(applied(a[1], sorted(set(a[2:]))))
+    elif a[0] == "feed":
+        feed(a[1], int(a[2]), a[3:])
     elif a[0] == "compare":
         sys.exit(compare(a[1], a[2], a[3:]))
     elif a[0] == "fenced":  # fenced CONNINFO TARGET...: exit 0 when every target has the fence row

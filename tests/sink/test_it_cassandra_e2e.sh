@@ -23,6 +23,17 @@
 # got element writes (appends, prepends, element removals: the commit log
 # has no positions, and no value for a removed element, docs/formats.md) are
 # not comparable there and are counted; every other cell of every row is.
+#
+# Kill mode (CF_E2E_KILLS=N, what test_it_cassandra_e2e_kill.sh runs): the
+# sidecar and the sink worker are each killed with kill -9 at N random moments
+# of the workload (tests/crash/kill_schedule.py: random statements of it; the
+# workload waits at its gate for each restarted process, and its pace follows
+# the measured first start) and restarted each time, the sidecar from its
+# stored state (--offsets: what it published since is published again, which
+# the sinks apply by the cells' timestamps), the sinks from their positions
+# (static group membership: their partitions back at once); the broker,
+# CF_E2E_BROKER (the spare one), is restarted once among the kills with
+# CF_E2E_BROKER_RESTART. Then the same markers, clean stops and comparisons.
 set -uo pipefail
 CLI=${CF_CLI:?} ; TESTS=${CF_TESTS_DIR:?}
 if [[ -z ${CF_TEST_KAFKA:-} ]]; then
@@ -32,6 +43,12 @@ fi
 : "${CF_TEST_KAFKA:?start the servers: scripts/servers start}" "${CF_TEST_PG:?}" "${CF_TEST_PYTHON:?}" \
   "${CF_TEST_CASSANDRA:?}" "${CF_TEST_CASSANDRA_CDC_RAW:?}"
 PY=/usr/bin/python3 # Debian's, with python3-cassandra
+KILLS=${CF_E2E_KILLS:-0}
+BROKER=${CF_E2E_BROKER:-$CF_TEST_KAFKA}
+if ((KILLS)); then
+  : "${CF_E2E_BROKER:?the kill mode restarts the broker: give CF_E2E_BROKER (not the shared one)}" \
+    "${CF_E2E_BROKER_RESTART:?the kill mode restarts the broker: give CF_E2E_BROKER_RESTART}"
+fi
 seed=${CF_SEED:-$(( $(date +%s%N) % 1000000007 ))}
 n=${CF_E2E_STATEMENTS:-2000}
 echo "seed $seed (CF_SEED=$seed repeats this run), $n statements"
@@ -42,6 +59,10 @@ T=$(mktemp -d)
 sc= sk=
 psqlq() { psql "$CF_TEST_PG" -XAtq -v ON_ERROR_STOP=1 -c "$1"; }
 cleanup() {
+  local f
+  for f in "$T/sidecar.pid" "$T/sink.pid"; do # the kill mode's processes, if kill_schedule.py did not stop them
+    [[ -f $f ]] && kill -KILL "$(cat "$f")" 2>/dev/null
+  done
   [[ -n $sc ]] && kill -TERM "$sc" 2>/dev/null
   [[ -n $sk ]] && kill -TERM "$sk" 2>/dev/null
   [[ -n $sc ]] && wait "$sc" 2>/dev/null
@@ -49,7 +70,7 @@ cleanup() {
   timeout 60 $PY "$TESTS/sink/cassandra_random_workload.py" drop "$CF_TEST_CASSANDRA" "$ks" >/dev/null 2>&1
   psqlq "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1
   if [[ $failed -ne 0 ]]; then # what the processes said, for a failure that does not repeat
-    for f in workload.out sidecar.err sink.err dump.out; do
+    for f in workload.out kill.out sidecar.err sink.err dump.out; do
       [[ -s $T/$f ]] && { echo "--- $f (last lines)"; tail -8 "$T/$f"; }
     done
   fi
@@ -65,7 +86,7 @@ timeout 60 $PY "$TESTS/sink/cassandra_random_workload.py" create "$CF_TEST_CASSA
 psqlq "CREATE SCHEMA $schema" || { echo "FAIL: cannot create schema $schema"; exit 1; }
 topics="$run.$ks.wide,$run.$ks.users"
 # one partition each: the markers come after everything else of their table
-timeout 60 "$CF_TEST_PYTHON" - "$CF_TEST_KAFKA" "$topics" <<'EOF' || { echo "FAIL: cannot create the topics"; exit 1; }
+timeout 60 "$CF_TEST_PYTHON" - "$BROKER" "$topics" <<'EOF' || { echo "FAIL: cannot create the topics"; exit 1; }
 import sys
 from confluent_kafka.admin import AdminClient, NewTopic
 a = AdminClient({"bootstrap.servers": sys.argv[1]})
@@ -73,34 +94,30 @@ for f in a.create_topics([NewTopic(t, 1, 1) for t in sys.argv[2].split(",")]).va
     f.result()
 EOF
 
-"$CLI" cassandra sidecar --replica "$CF_TEST_CASSANDRA_CDC_RAW" --cql "$CF_TEST_CASSANDRA" --consistency ONE \
-  --cleanup none --tables "$ks.wide,$ks.users" --bootstrap-servers "$CF_TEST_KAFKA" \
-  --topic-format "$run.{keyspace}.{table}" --offsets "$T/sidecar.offsets" --poll-ms 200 --progress-ms 2000 \
-  2>"$T/sidecar.err" &
-sc=$!
+SIDECAR=("$CLI" cassandra sidecar --replica "$CF_TEST_CASSANDRA_CDC_RAW" --cql "$CF_TEST_CASSANDRA" --consistency ONE
+  --cleanup none --tables "$ks.wide,$ks.users" --bootstrap-servers "$BROKER"
+  --topic-format "$run.{keyspace}.{table}" --offsets "$T/sidecar.offsets" --poll-ms 200 --progress-ms 2000)
+if ((KILLS == 0)); then
+  "${SIDECAR[@]}" 2>"$T/sidecar.err" &
+  sc=$!
+fi
 cat > "$T/worker.properties" <<P
-bootstrap.servers=$CF_TEST_KAFKA
+bootstrap.servers=$BROKER
 offset.storage.file.filename=$T/worker.offsets
 consumer.auto.offset.reset=earliest
 key.converter=json
 value.converter=json
 P
+# static membership (KIP-345), as tests/crash/crash.py: a worker started again after a
+# kill -9 gets its partitions back at once, not after the dead member's session
+((KILLS)) && printf 'consumer.group.instance.id=%s\nconsumer.session.timeout.ms=10000\n' "$run" >> "$T/worker.properties"
 common='"topics":"'$topics'","cassandra.schema.files":"'$T/case/schema0.cql'","mergeIntervalMs":"200"'
 printf '{"name":"%s_pg","config":{"connector.class":"cdc-sink","target":"postgres","connection.url":"%s","postgres.schema":"%s",%s}}\n' \
   "$run" "$CF_TEST_PG" "$schema" "$common" > "$T/pg.json"
 printf '{"name":"%s_lite","config":{"connector.class":"cdc-sink","sqlite.path":"%s",%s}}\n' \
   "$run" "$T/e2e.db" "$common" > "$T/lite.json"
-"$CLI" run --worker "$T/worker.properties" "$T/pg.json" "$T/lite.json" 2>"$T/sink.err" &
-sk=$!
-
-timeout 120 $PY "$TESTS/sink/cassandra_random_workload.py" run "$CF_TEST_CASSANDRA" "$ks" "$T/case" "$seed" "$n" \
-  >"$T/workload.out" 2>&1
-rc=$?
-statements=$(sed -n 's/^statements //p' "$T/workload.out")
-check "the workload ran ($statements statements, $((SECONDS - t0)) s so far)" \
-  "[[ $rc -eq 0 && -n '$statements' ]] || { tail -5 '$T/workload.out'; false; }"
-
-tw=$SECONDS
+SINK=("$CLI" run --worker "$T/worker.properties" "$T/pg.json" "$T/lite.json")
+WORKLOAD=($PY "$TESTS/sink/cassandra_random_workload.py" run "$CF_TEST_CASSANDRA" "$ks" "$T/case" "$seed" "$n")
 marks() { # both markers in both targets: 4
   local a b
   a=$(psqlq "SELECT (SELECT count(*) FROM ${schema}.${run}_${ks}_users WHERE id = 1000) +
@@ -109,6 +126,44 @@ marks() { # both markers in both targets: 4
                            (SELECT count(*) FROM ${run}_${ks}_wide WHERE p = 1000)" 2>/dev/null)
   echo $(( ${a:-0} + ${b:-0} ))
 }
+pg_applied() { psqlq "SELECT coalesce(sum(next_offset), 0) FROM ${schema}._cdcflow_positions"; }
+lite_applied() { sqlite3 "$T/e2e.db" "SELECT coalesce(sum(next_offset), 0) FROM _cdcflow_positions"; }
+applied() { # the fewer records of the two sinks' positions
+  local a b
+  a=$(pg_applied 2>/dev/null) b=$(lite_applied 2>/dev/null)
+  echo $(( ${a:-0} < ${b:-0} ? ${a:-0} : ${b:-0} ))
+}
+if ((KILLS)); then
+  export -f marks applied pg_applied lite_applied psqlq
+  export CF_TEST_PG schema run ks T
+  q() { printf '%q ' "$@"; }
+  timeout 900 python3 "$TESTS/crash/kill_schedule.py" --dir "$T" --seed "$((seed % 1000003))" --kills "$KILLS" \
+    --proc "sidecar=exec $(q "${SIDECAR[@]}") 2>>$(q "$T/sidecar.err")" \
+    --proc "sink=exec $(q "${SINK[@]}") 2>>$(q "$T/sink.err")" \
+    --ready "sidecar=$T/sidecar.err:schema refreshed over CQL (start):1" \
+    --ready "sink=$T/sink.err:partitions assigned:2" \
+    --workload "exec timeout 600 $(q "${WORKLOAD[@]}") >$(q "$T/workload.out") 2>&1" --applied applied --life-from ready \
+    --broker-restart "$CF_E2E_BROKER_RESTART" --until '[[ $(marks) -eq 4 ]]' --timeout 120 >"$T/kill.out" 2>&1
+  rc=$?
+  cat "$T/kill.out"
+  statements=$(sed -n 's/^statements //p' "$T/workload.out")
+  check "the workload ran ($statements statements) with the sidecar and the sinks killed $KILLS times each and the broker restarted, both targets applied the last change of each table ($(marks) of 4 markers), both stopped cleanly ($((SECONDS - t0)) s so far)" \
+    "[[ $rc -eq 0 && -n '$statements' ]] || { tail -5 '$T/workload.out'; false; }"
+  # an error the kills did not cure by chance (a fenced consumer reads nothing more until its
+  # process is restarted: docs/operations.md, kill schedules) is a failure too
+  check "no ERROR in the logs of the sidecar and the sinks" \
+    "! grep -h ' ERROR ' '$T/sidecar.err' '$T/sink.err' | head -5 | grep ."
+else
+"${SINK[@]}" 2>"$T/sink.err" &
+sk=$!
+
+timeout 120 "${WORKLOAD[@]}" >"$T/workload.out" 2>&1
+rc=$?
+statements=$(sed -n 's/^statements //p' "$T/workload.out")
+check "the workload ran ($statements statements, $((SECONDS - t0)) s so far)" \
+  "[[ $rc -eq 0 && -n '$statements' ]] || { tail -5 '$T/workload.out'; false; }"
+
+tw=$SECONDS
 until [[ $(marks) -eq 4 ]] || ((SECONDS - tw > 90)); do
   kill -0 "$sc" 2>/dev/null || break
   kill -0 "$sk" 2>/dev/null || break
@@ -120,9 +175,10 @@ kill -TERM "$sk"; wait "$sk"; rc=$?; sk=
 check "the sinks stopped cleanly (exit $rc)" "[[ $rc -eq 0 ]] || { tail -5 '$T/sink.err'; false; }"
 kill -TERM "$sc"; wait "$sc"; rc=$?; sc=
 check "the sidecar stopped cleanly (exit $rc)" "[[ $rc -eq 0 ]] || { tail -5 '$T/sidecar.err'; false; }"
+fi
 
 # the events as the sinks read them, for the comparer (field schemas, list element writes)
-timeout 60 "$CF_TEST_PYTHON" - "$CF_TEST_KAFKA" "$topics" "$T/events.jsonl" >"$T/dump.out" 2>&1 <<'EOF'
+timeout 60 "$CF_TEST_PYTHON" - "$BROKER" "$topics" "$T/events.jsonl" >"$T/dump.out" 2>&1 <<'EOF'
 import json, sys, time
 from confluent_kafka import Consumer, TopicPartition
 c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "dump%f" % time.time(), "enable.auto.commit": False})
@@ -143,8 +199,8 @@ print(n)
 EOF
 events=$(tail -1 "$T/dump.out")
 check "the events on Kafka read back ($events)" "[[ \$? -eq 0 && ${events:-0} -gt 0 ]] || { cat '$T/dump.out'; false; }"
-lite_n=$(sqlite3 "$T/e2e.db" "SELECT coalesce(sum(next_offset), 0) FROM _cdcflow_positions")
-pg_n=$(psqlq "SELECT coalesce(sum(next_offset), 0) FROM ${schema}._cdcflow_positions")
+lite_n=$(lite_applied)
+pg_n=$(pg_applied)
 check "each sink applied every event on Kafka ($events; PostgreSQL $pg_n, SQLite $lite_n; $statements statements)" \
   "[[ $lite_n -eq $events && $pg_n -eq $events ]]"
 check "PostgreSQL: every table equals Cassandra's SELECT JSON at ALL" \

@@ -27,10 +27,27 @@
 # each of the 8 target tables must equal its source table, column by column.
 # Connect starts once; at exit it is stopped and its slot, its publication and
 # the schemas are dropped (the topics stay: unique names per run).
+#
+# Kill mode (CF_TEST_DBZ_KILLS=N, what test_it_debezium_kill.sh runs): the
+# sink worker starts right after the snapshot, and the streamed workload runs
+# while it consumes (tests/crash/kill_schedule.py; one connection, the two
+# tables' transactions interleaved at random); the worker is killed with
+# kill -9 at N random moments of the workload and restarted each time (static
+# group membership, as tests/crash/crash.py: the restarted worker gets its
+# partitions back at once), and the broker, CF_TEST_DBZ_BROKER (the spare one:
+# the restart would hit the tests beside this one on the shared broker), is
+# restarted once among the kills with CF_TEST_DBZ_BROKER_RESTART. Then the
+# same fence, the same comparison, the same clean stop.
 set -euo pipefail
 CLI=${CF_CLI:?CF_CLI not set}
 : "${CF_TEST_PG:?CF_TEST_PG not set: start the servers with scripts/servers start}"
 : "${CF_TEST_KAFKA:?CF_TEST_KAFKA not set: start the servers with scripts/servers start}"
+KILLS=${CF_TEST_DBZ_KILLS:-0}
+BROKER=${CF_TEST_DBZ_BROKER:-$CF_TEST_KAFKA}
+if ((KILLS)); then
+    : "${CF_TEST_DBZ_BROKER:?the kill mode restarts the broker: give CF_TEST_DBZ_BROKER (not the shared one)}"
+    : "${CF_TEST_DBZ_BROKER_RESTART:?the kill mode restarts the broker: give CF_TEST_DBZ_BROKER_RESTART}"
+fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 DBZ=$HERE/../../scripts/debezium
 PY=$HERE/debezium_pipeline.py
@@ -46,6 +63,9 @@ psqlq() { psql "$CF_TEST_PG" -XAtq -v ON_ERROR_STOP=1 "$@"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() { # every step whatever the one before did: a failed test must not leave Connect or its slot
     set +e
+    if [[ -f $W/sink.pid ]]; then # the kill mode's worker, if kill_schedule.py did not stop it
+        kill -KILL "$(cat "$W/sink.pid")" 2>/dev/null
+    fi
     if [[ -f $W/run.pid ]]; then
         kill -TERM "$(cat "$W/run.pid")" 2>/dev/null && sleep 1
         kill -KILL "$(cat "$W/run.pid")" 2>/dev/null
@@ -99,17 +119,20 @@ publication.autocreate.mode=filtered
 table.include.list=$S.d,$S.f
 snapshot.mode=initial
 EOF
-"$DBZ" start "$W/connect" --bootstrap "$CF_TEST_KAFKA" "$W/source.properties" >&2 || fail "Kafka Connect did not start"
+"$DBZ" start "$W/connect" --bootstrap "$BROKER" "$W/source.properties" >&2 || fail "Kafka Connect did not start"
 echo "[$((SECONDS - t0))s] Connect running" >&2
 # the slot exists (the connector created it before its snapshot): every later change is captured
 [[ $(psqlq -c "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$SLOT'") == 1 ]] || fail "no slot $SLOT"
 
-# ---- the streamed workload (both tables interleaved in time)
-psqlq -f "$W/d.stream.sql" >/dev/null &
-dpid=$!
-psqlq -f "$W/f.stream.sql" >/dev/null || fail "the workload on $S.f failed"
-wait $dpid || fail "the workload on $S.d failed"
-echo "[$((SECONDS - t0))s] workload done: $(psqlq -c "SELECT count(*) FROM $S.d") + $(psqlq -c "SELECT count(*) FROM $S.f") rows" >&2
+# ---- the streamed workload (both tables interleaved in time); in the kill mode later, while the sink runs
+stream_done() { echo "[$((SECONDS - t0))s] workload done: $(psqlq -c "SELECT count(*) FROM $S.d") + $(psqlq -c "SELECT count(*) FROM $S.f") rows" >&2; }
+if ((KILLS == 0)); then
+    psqlq -f "$W/d.stream.sql" >/dev/null &
+    dpid=$!
+    psqlq -f "$W/f.stream.sql" >/dev/null || fail "the workload on $S.f failed"
+    wait $dpid || fail "the workload on $S.d failed"
+    stream_done
+fi
 
 # ---- cdc-sink from the real topics into SQLite and PostgreSQL
 TOPICS=cdc_postgres_${S}_d,cdc_postgres_${S}_f
@@ -118,13 +141,13 @@ TOPICS=cdc_postgres_${S}_d,cdc_postgres_${S}_f
 # finds it only at its next metadata refresh (librdkafka's
 # topic.metadata.refresh.interval.ms, 5 min, as the Java consumer's
 # metadata.max.age.ms), so the sinks start once both topics exist.
-topic_exists() { kcat -b "$CF_TEST_KAFKA" -L -t "$1" -m 5 -X allow.auto.create.topics=false 2>/dev/null | grep -q "with 1 partitions"; }
+topic_exists() { kcat -b "$BROKER" -L -t "$1" -m 5 -X allow.auto.create.topics=false 2>/dev/null | grep -q "with 1 partitions"; }
 for tp in ${TOPICS//,/ }; do
     for ((i = 0; i < 300; i++)); do topic_exists "$tp" && break; sleep 0.2; done
     topic_exists "$tp" || fail "Debezium did not create topic $tp within 60 s; $(tail -5 "$W/connect/connect.log")"
 done
 cat >"$W/worker.properties" <<EOF
-bootstrap.servers=$CF_TEST_KAFKA
+bootstrap.servers=$BROKER
 key.converter=org.apache.kafka.connect.json.JsonConverter
 value.converter=org.apache.kafka.connect.json.JsonConverter
 offset.storage.file.filename=$W/sink.offsets.json
@@ -158,15 +181,31 @@ sink env-pg "\"connection.url\": \"$CF_TEST_PG\", \"postgres.schema\": \"${TS}_e
 for c in seed-sqlite seed-pg env-sqlite env-pg; do
     out=$("$CLI" validate "$W/$c.json") || fail "validate $c: $out"
 done
-(cd "$W" && exec "$CLI" run --worker worker.properties seed-sqlite.json seed-pg.json env-sqlite.json env-pg.json) \
-    2>"$W/run.log" &
-echo $! >"$W/run.pid"
-
 targets=()
 for t in d f; do
     tab=cdc_postgres_${S}_$t
     targets+=("sqlite:$W/seed.db:$tab" "pg:${TS}_seed.$tab" "sqlite:$W/env.db:$tab" "pg:${TS}_env.$tab")
 done
+RUN=(run --worker worker.properties seed-sqlite.json seed-pg.json env-sqlite.json env-pg.json)
+if ((KILLS)); then
+    # static membership (KIP-345), as tests/crash/crash.py: a worker started again
+    # after a kill -9 gets its partitions back at once, not after the dead member's session
+    printf 'consumer.group.instance.id=dbzkill_%s\nconsumer.session.timeout.ms=10000\n' "$RUNID" >>"$W/worker.properties"
+    printf -v fenced '%q ' python3 "$PY" fenced "$CF_TEST_PG" "${targets[@]}"
+    printf -v sinkcmd '%q ' "$CLI" "${RUN[@]}"
+    python3 "$HERE/../crash/kill_schedule.py" --dir "$W" --seed "$SEED" --kills "$KILLS" \
+        --proc "sink=cd $(printf %q "$W") && exec $sinkcmd 2>>$(printf %q "$W/run.log")" \
+        --ready "sink=$W/run.log:partitions assigned:4" \
+        --workload "$(printf '%q ' python3 "$PY" feed "$CF_TEST_PG" "$SEED" "$W/d.stream.sql" "$W/f.stream.sql")" \
+        --applied "$(printf '%q ' python3 "$PY" applied "$CF_TEST_PG" "${targets[@]:0:4}")" \
+        --broker-restart "$CF_TEST_DBZ_BROKER_RESTART" --until "$fenced" --timeout "${CF_TEST_DBZ_WAIT:-120}" >&2 || {
+        for x in "${targets[@]}"; do python3 "$PY" fenced "$CF_TEST_PG" "$x" || echo "no fence row in $x" >&2; done
+        fail "the kill schedule failed (seed $SEED)"
+    }
+    stream_done
+else
+(cd "$W" && exec "$CLI" "${RUN[@]}") 2>"$W/run.log" &
+echo $! >"$W/run.pid"
 deadline=$((SECONDS + ${CF_TEST_DBZ_WAIT:-120}))
 until python3 "$PY" fenced "$CF_TEST_PG" "${targets[@]}"; do
     kill -0 "$(cat "$W/run.pid")" 2>/dev/null || { tail -30 "$W/run.log" >&2; fail "cdcflow run exited early"; }
@@ -180,6 +219,7 @@ until python3 "$PY" fenced "$CF_TEST_PG" "${targets[@]}"; do
     fi
     sleep 0.5
 done
+fi
 echo "[$((SECONDS - t0))s] every target caught up" >&2
 
 rc=0
@@ -190,12 +230,14 @@ if ((rc)); then
     fail "a target table differs from its source table (seed $SEED)"
 fi
 
-# the stop is clean and the log has no error
-kill -TERM "$(cat "$W/run.pid")"
-src=0
-wait "$(cat "$W/run.pid")" || src=$?
-rm -f "$W/run.pid"
-[[ $src == 0 ]] || { tail -20 "$W/run.log" >&2; fail "cdcflow run exited $src after SIGTERM"; }
+# the stop is clean (kill mode: kill_schedule.py stopped the last worker, exit 0) and the log has no error
+if ((KILLS == 0)); then
+    kill -TERM "$(cat "$W/run.pid")"
+    src=0
+    wait "$(cat "$W/run.pid")" || src=$?
+    rm -f "$W/run.pid"
+    [[ $src == 0 ]] || { tail -20 "$W/run.log" >&2; fail "cdcflow run exited $src after SIGTERM"; }
+fi
 ! grep -q " ERROR " "$W/run.log" || { grep " ERROR " "$W/run.log" | head >&2; fail "errors in the cdcflow log"; }
 echo "[$((SECONDS - t0))s] done" >&2
 echo "1 passed, 0 failed"
