@@ -630,10 +630,37 @@ static void refill(cons *c) {
     rd_kafka_topic_partition_list_destroy(l);
 }
 
+/* A fatal error of the consumer (librdkafka's: the handle cannot go on, for
+ * example FENCED_INSTANCE_ID when a static member, group.instance.id, was
+ * replaced by another one with the same id) fails the task, as it fails a
+ * Connect task: it used to be only logged, and the task stayed RUNNING
+ * while reading nothing (seen in the kill schedules, issue 16). */
+static cf_code cons_fatal(cons *c, cf_err *err) {
+    char why[512];
+    rd_kafka_resp_err_t fe = rd_kafka_fatal_error(c->rk, why, sizeof why);
+    if (!fe) return CF_OK;
+    char iid[256];
+    size_t iidlen = sizeof iid;
+    const rd_kafka_conf_t *conf = rd_kafka_conf(c->rk);
+    if (rd_kafka_conf_get(conf, "group.instance.id", iid, &iidlen) != RD_KAFKA_CONF_OK) iid[0] = 0;
+    cf_err_set(err, CF_ERR_STATE, "the Kafka consumer stopped with a fatal error: %s (%s)", why, rd_kafka_err2name(fe));
+    if (fe == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
+        cf_err_detail(err, "another consumer joined the group with the same group.instance.id \"%s\"; this one may not "
+                           "read any more", iid);
+    else
+        cf_err_detail(err, "librdkafka cannot go on with this consumer; nothing read after it is lost (the offsets "
+                           "committed before it stay)");
+    cf_err_hint(err, "restart the task (POST /connectors/<name>/tasks/<id>/restart) or the worker; when two workers "
+                     "run with one group.instance.id, give each its own");
+    cf_err_where(err, "%s", c->log.name);
+    return CF_ERR_STATE;
+}
+
 static cf_code cons_poll(void *st, cf_msg **out, size_t max, size_t *n, int timeout_ms, cf_err *err) {
     cons *c = st;
     *n = 0;
-    (void)err;
+    cf_code frc = cons_fatal(c, err);
+    if (frc) return frc;
     unsigned revokes = c->revokes;
     revoked_clear(c);
     bool first = true;
