@@ -362,6 +362,41 @@ cf_value *cf_sc_engine_partition(const char *job);
 /* A snapshot is durable: clean up the segments it marks finished. */
 void cf_sc_engine_durable(cf_sc_engine *e, const cf_value *snapshot);
 
+/* The Cassandra state store (state.store=cassandra): one row per owned
+ * range, (job_id, split, start, end, state), the state the snapshot of the
+ * engine restricted to that range (cf_sc_state_restrict), written with the
+ * epoch as its write time (USING TIMESTAMP, monotonic). */
+typedef struct cf_sc_state_row {
+    cf_sc_range range;        /* (start, end]; start == end: the whole ring */
+    int64_t epoch;            /* its write time */
+    const cf_value *snapshot; /* a snapshot (cf_sc_engine_snapshot's format) */
+} cf_sc_state_row;
+
+/* Merge the stored rows of a job into one snapshot for the ranges `owned`
+ * (NULL or n = 0: the whole ring), as the CEP-44 code merges the states of
+ * overlapping ranges, so that a sidecar whose ranges cover ranges others
+ * stored state for takes them over:
+ *   - each token of owned is owned by the newest row (epoch) covering it;
+ *     a row that owns no token (all of it is covered by newer rows) is left
+ *     out; rows of the same epoch over one token: the earlier positions;
+ *   - per replica (by name) reading resumes at the minimum of the owners'
+ *     markers; where no row covers an owned token, every replica reads from
+ *     its oldest segment;
+ *   - pending digests: those of each token's owner, the same digest from two
+ *     owners merged (replica masks united, copies max, published if either);
+ *   - "takeover floors": per token interval the owner's own markers, so that
+ *     the copies an owner had processed (its changes published or pending)
+ *     are not processed again where reading resumes earlier for another
+ *     owner's sake (cf_sc_engine_restore applies them, the snapshots carry
+ *     them until every reader has passed them).
+ * CF_ERR_CORRUPT for a row that is not a snapshot. *out is a new snapshot. */
+cf_code cf_sc_state_merge(const cf_sc_state_row *rows, size_t n, const cf_sc_ranges *owned, cf_value **out,
+                          cf_err *err);
+/* The part of a snapshot one range stores: its pending digests of tokens in
+ * range, its floors cut to range, "ranges" that range. NULL if snapshot is
+ * not one. */
+cf_value *cf_sc_state_restrict(const cf_value *snapshot, cf_sc_range range);
+
 void cf_sc_engine_stats(const cf_sc_engine *e, cf_sc_stats *out);
 /* The ranges the engine owns (given, or computed from the ring). */
 const cf_sc_ranges *cf_sc_engine_ranges(const cf_sc_engine *e);
