@@ -74,4 +74,30 @@ cf_code cf_sc_service_settings(const char *text, size_t len, const char *name, c
 /* One design key onto the connector and worker settings (service.c). */
 void cf_sc_service_put(const char *key, const char *value, cf_props *connector, cf_props *worker);
 
+/* The Cassandra state store (cstore.c): the state table and the configs
+ * table of a keyspace (created if missing). */
+typedef struct cf_sc_cstore cf_sc_cstore;
+typedef struct cf_cql_options cf_cql_options;
+typedef struct cf_sc_cstore_opts {
+    const cf_cql_options *cql; /* the node (copied; its interrupt is not used) */
+    const char *keyspace;      /* NULL: sidecar_internal */
+    const char *replication;   /* a CQL replication map; NULL: SimpleStrategy, replication_factor 1 */
+} cf_sc_cstore_opts;
+/* Connect and create the keyspace and tables if missing. */
+cf_code cf_sc_cstore_open(const cf_sc_cstore_opts *o, cf_sc_cstore **out, cf_err *err);
+void cf_sc_cstore_close(cf_sc_cstore *s); /* NULL-safe */
+const char *cf_sc_cstore_keyspace(const cf_sc_cstore *s);
+/* The rows of job whose ranges overlap owned, merged (cf_sc_state_merge)
+ * into *merged (NULL when there are none; *nrows says how many). */
+cf_code cf_sc_cstore_load(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, cf_value **merged,
+                          size_t *nrows, cf_err *err);
+/* One row per owned range (the whole ring: one), the snapshot restricted to
+ * it, USING TTL (30 days) AND TIMESTAMP (monotonic). */
+cf_code cf_sc_cstore_save(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, const cf_value *snapshot,
+                          cf_err *err);
+/* The configuration of a service (NULL if none; *written its write time in
+ * microseconds), and its replacement (config NULL: deleted). */
+cf_code cf_sc_cstore_config_get(cf_sc_cstore *s, const char *service, cf_props **out, int64_t *written, cf_err *err);
+cf_code cf_sc_cstore_config_put(cf_sc_cstore *s, const char *service, const cf_props *config, cf_err *err);
+
 #endif

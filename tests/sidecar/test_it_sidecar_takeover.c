@@ -1,0 +1,279 @@
+/*
+ * test_it_sidecar_takeover.c - state.store=cassandra against the live
+ * Cassandra 5.0 node of scripts/servers ($CF_TEST_CASSANDRA, its cdc_raw in
+ * $CF_TEST_CASSANDRA_CDC_RAW; fails without it): `cdcflow cassandra
+ * sidecar` processes keep their state in the node's own tables and take
+ * over each other's ranges.
+ *
+ *  1. sidecar A owns the lower half of the ring, B the upper half, both
+ *     over the node's cdc_raw, state in <ks>_st.cdc_state, each with its own
+ *     offsets file; a first workload is written: each row is published once
+ *     by A and B together, each by the owner of its token;
+ *  2. B is stopped; more rows are written, A publishes those of its half;
+ *     A is stopped; their rows are in the state table (one each, with the
+ *     30-day TTL), B's markers before A's;
+ *  3. A starts again owning the whole ring, with a new, empty offsets file
+ *     (so its state can only come from Cassandra), and a second workload is
+ *     written (new rows, and updates of rows of the first): every change is
+ *     published (nothing lost: B's rows written while it was down are
+ *     published by A now), none of the changes A or B had published is
+ *     published again (the documented bound after clean stops: none), and
+ *     the last value published of each row is what Cassandra returns.
+ *
+ * Oracles: Cassandra (SELECT of the rows, the state table's rows and TTL),
+ * the statements of this test (each row written once per workload).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "cdcflow/log.h"
+#include "sc_live_util.h"
+
+#define NK 120 /* keys of both workloads */
+
+static char tmp[256], cli[512];
+
+typedef struct outs {
+    int by_k[NK];      /* inserts and updates of key k seen */
+    int first[NK];     /* of them with the first workload's value */
+    int64_t last[NK];  /* the last value of n seen (-1: none) */
+    int n;
+} outs;
+
+/* The events of ks.t in a record file (JSON converter lines). */
+static void read_out(const char *path, outs *o) {
+    memset(o, 0, sizeof *o);
+    for (int k = 0; k < NK; k++) o->last[k] = -1;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        json_t *m = json_loads(line, 0, NULL);
+        const char *pl = json_string_value(json_object_get(m, "payload"));
+        json_t *v = pl ? json_loads(pl, 0, NULL) : NULL;
+        json_t *env = json_object_get(v, "schema") ? json_object_get(v, "payload") : v;
+        const char *kss = json_string_value(json_object_get(env, "sourceKeyspace"));
+        json_t *row = json_object_get(env, "payload");
+        if (kss && strcmp(kss, ks) == 0 && json_is_object(row)) {
+            int k = (int)json_integer_value(json_object_get(row, "k"));
+            json_t *n = json_object_get(row, "n");
+            if (k >= 0 && k < NK) {
+                o->by_k[k]++;
+                o->last[k] = json_is_integer(n) ? json_integer_value(n) : -1;
+                if (json_integer_value(n) == k * 10) o->first[k]++;
+            }
+            o->n++;
+        }
+        json_decref(v);
+        json_decref(m);
+    }
+    free(line);
+    fclose(f);
+}
+
+/* `cdcflow cassandra sidecar` owning ranges, state in Cassandra; its
+ * events to <tmp>/<tag>.jsonl, its log to <tag>.log. */
+static pid_t start(const char *tag, const char *ranges) {
+    char path[512], out[512], off[512], log[512];
+    snprintf(path, sizeof path, "%s/%s.json", tmp, tag);
+    snprintf(out, sizeof out, "%s/%s.jsonl", tmp, tag);
+    snprintf(off, sizeof off, "%s/%s.offsets", tmp, tag);
+    snprintf(log, sizeof log, "%s/%s.log", tmp, tag);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"cdc_raw.dirs\": \"%s\", \"cql.host\": \"%s:%d\", \"token.ranges\": \"%s\", \"state.store\": "
+            "\"cassandra\", \"state.keyspace\": \"%s_st\", \"job.id\": \"%s\", \"cdc_raw.cleanup\": \"none\", "
+            "\"consistency.level\": \"ONE\", \"tables\": [\"%s.t\"], \"state.checkpoint.interval.ms\": 100, "
+            "\"poll.interval.ms\": 200}\n",
+            live_raw, live_host, live_cql.port, ranges, ks, ks, ks);
+    fclose(f);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *e = freopen(log, "w", stderr);
+        (void)e;
+        execl(cli, cli, "cassandra", "sidecar", "--config", path, "--output", out, "--offsets", off, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int stop(pid_t pid) {
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void out_of(const char *tag, outs *o) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s.jsonl", tmp, tag);
+    read_out(p, o);
+}
+
+static void show_log(const char *tag) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "tail -20 %s/%s.log >&2", tmp, tag);
+    if (system(cmd)) {}
+}
+
+/* Wait (up to 60 s) until the events of tags cover keys [lo, hi) with value fn(k). */
+static bool wait_keys(const char *const *tags, size_t nt, int lo, int hi, int64_t (*val)(int)) {
+    for (int64_t t0 = mono_ms(); mono_ms() - t0 < 60000; usleep(200000)) {
+        bool all = true;
+        outs o;
+        int64_t last[NK];
+        for (int k = 0; k < NK; k++) last[k] = -1;
+        for (size_t i = 0; i < nt; i++) {
+            out_of(tags[i], &o);
+            for (int k = 0; k < NK; k++)
+                if (o.last[k] >= 0) last[k] = o.last[k];
+        }
+        for (int k = lo; k < hi && all; k++) all = last[k] == val(k);
+        if (all) return true;
+    }
+    return false;
+}
+
+static int64_t v1(int k) { return k * 10; }
+static int64_t v2(int k) { return k < 10 ? 5000 + k : k * 10; }
+
+static int64_t count_rows(const char *what) {
+    char cql[512];
+    snprintf(cql, sizeof cql, "SELECT %s FROM %s_st.cdc_state WHERE job_id = '%s'", what, ks, ks);
+    cf_cql_result *r = NULL;
+    cf_err err;
+    if (cf_cql_query(conn, cql, CF_CQL_ONE, &r, &err)) fail_msg("%s: %s / %s", cql, err.message, err.detail);
+    int64_t n = (int64_t)r->n_rows;
+    if (strstr(what, "ttl") && n) { /* the smallest TTL left: written with 30 days */
+        for (size_t i = 0; i < r->n_rows; i++) {
+            const cf_cql_value *v = cf_cql_result_value(r, i, 0);
+            assert_int_equal(v->len, 4);
+            int32_t ttl = (int32_t)((uint32_t)v->data[0] << 24 | (uint32_t)v->data[1] << 16 | v->data[2] << 8 | v->data[3]);
+            if (ttl < 2592000 - 3600 || ttl > 2592000) fail_msg("state row TTL %d", ttl);
+        }
+    }
+    cf_cql_result_free(r);
+    return n;
+}
+
+static void test_takeover_live(void **state) {
+    (void)state;
+    live_setup("sctake");
+    snprintf(cli, sizeof cli, "%s", it_need_env("CF_CLI"));
+    snprintf(tmp, sizeof tmp, "/tmp/sctake_%d", (int)getpid());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", tmp, tmp);
+    assert_int_equal(system(cmd), 0);
+
+    /* 1. two halves */
+    pid_t a = start("a1", "(-9223372036854775808,0]"), b = start("b1", "(0,-9223372036854775808]");
+    usleep(1500000);
+    for (int k = 0; k < 60; k++) q("INSERT INTO %s.t (k, v, n) VALUES (%d, 'v%d', %d)", ks, k, k, k * 10);
+    const char *both[] = {"a1", "b1"};
+    bool ok = wait_keys(both, 2, 0, 60, v1);
+    usleep(1500000); /* offsets (and the state) are committed every second */
+    int rb = stop(b);
+    /* B is down: rows of its half wait for it; A publishes its own */
+    for (int k = 60; k < 90; k++) q("INSERT INTO %s.t (k, v, n) VALUES (%d, 'v%d', %d)", ks, k, k, k * 10);
+    for (int64_t t0 = mono_ms(); mono_ms() - t0 < 3000; usleep(200000)) {}
+    usleep(1500000);
+    int ra = stop(a);
+    if (!ok) {
+        show_log("a1");
+        show_log("b1");
+        fail_msg("the first workload was not published by A and B");
+    }
+    assert_int_equal(ra, 0);
+    assert_int_equal(rb, 0);
+    outs oa, ob;
+    out_of("a1", &oa);
+    out_of("b1", &ob);
+    int a_late = 0;
+    for (int k = 60; k < 90; k++) a_late += oa.by_k[k];
+    print_message("first workload: A published %d, B %d; while B was down A published %d of 30\n", oa.n, ob.n,
+                  a_late);
+    assert_true(oa.n > 0 && ob.n > 0 && a_late > 0 && a_late < 30);
+    for (int k = 0; k < 60; k++)
+        if (oa.by_k[k] + ob.by_k[k] != 1) fail_msg("key %d: A %d, B %d events", k, oa.by_k[k], ob.by_k[k]);
+    for (int k = 60; k < 90; k++) assert_int_equal(ob.by_k[k], 0);
+
+    /* 2. their state in Cassandra */
+    assert_int_equal(count_rows("\"start\""), 2);
+    count_rows("ttl(state)");
+
+    /* 3. A takes over the whole ring, no offsets of its own */
+    pid_t a2 = start("a2", "all");
+    usleep(1500000);
+    for (int k = 90; k < NK; k++) q("INSERT INTO %s.t (k, v, n) VALUES (%d, 'v%d', %d)", ks, k, k, k * 10);
+    for (int k = 0; k < 10; k++) q("UPDATE %s.t SET n = %d WHERE k = %d", ks, 5000 + k, k);
+    const char *all3[] = {"a1", "b1", "a2"};
+    ok = wait_keys(all3, 3, 0, NK, v2);
+    usleep(1500000);
+    int r2 = stop(a2);
+    if (!ok) {
+        show_log("a2");
+        fail_msg("the second workload was not published after the takeover");
+    }
+    assert_int_equal(r2, 0);
+    char log[512];
+    snprintf(log, sizeof log, "grep -q 'row(s) of job %s in %s_st.cdc_state merged' %s/a2.log", ks, ks, tmp);
+    if (system(log)) {
+        show_log("a2");
+        fail_msg("A did not start from the merged state");
+    }
+    outs o2;
+    out_of("a2", &o2);
+    /* every first value (rows 0..89) once in total: B's rows written while it was down by A now, nothing of
+     * what A or B had published again */
+    int again = 0, taken = 0;
+    for (int k = 0; k < 90; k++) {
+        int total = oa.first[k] + ob.first[k] + o2.first[k];
+        if (total != 1) fail_msg("key %d: its first value published %d times (A %d, B %d, A again %d)", k, total,
+                                 oa.first[k], ob.first[k], o2.first[k]);
+        if (k < 60 || oa.by_k[k]) again += o2.first[k];
+        else taken += o2.first[k];
+    }
+    print_message("after the takeover: A published %d: %d of B's rows written while it was down, %d again\n", o2.n,
+                  taken, again);
+    assert_int_equal(again, 0);
+    assert_int_equal(taken, 30 - a_late);
+    for (int k = 90; k < NK; k++)
+        if (o2.by_k[k] != 1) fail_msg("key %d: %d events after the takeover", k, o2.by_k[k]);
+    for (int k = 0; k < 10; k++) assert_int_equal(o2.by_k[k], 1);
+    /* the last value of each row is Cassandra's */
+    cf_cql_result *r = NULL;
+    cf_err err;
+    char cql[256];
+    snprintf(cql, sizeof cql, "SELECT k, n FROM %s.t", ks);
+    if (cf_cql_query(conn, cql, CF_CQL_ONE, &r, &err)) fail_msg("select: %s", err.message);
+    assert_int_equal(r->n_rows, NK);
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const cf_cql_value *kv = cf_cql_result_value(r, i, 0), *nv = cf_cql_result_value(r, i, 1);
+        int k = (int)((uint32_t)kv->data[0] << 24 | (uint32_t)kv->data[1] << 16 | kv->data[2] << 8 | kv->data[3]);
+        int64_t n = 0;
+        for (int j = 0; j < 8; j++) n = n << 8 | nv->data[j];
+        int64_t seen = o2.last[k] >= 0 ? o2.last[k] : oa.last[k] >= 0 ? oa.last[k] : ob.last[k];
+        if (seen != n) fail_msg("key %d: Cassandra has n = %lld, the last event %lld", k, (long long)n, (long long)seen);
+    }
+    cf_cql_result_free(r);
+    q("DROP KEYSPACE IF EXISTS %s_st", ks);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (!getenv("CF_TEST_KEEP") && system(cmd)) {} /* CF_TEST_KEEP: the logs stay */
+    live_teardown();
+}
+
+int main(void) {
+    cf_log_set_level(CF_LOG_WARN);
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_takeover_live)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
