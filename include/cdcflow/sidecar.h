@@ -545,6 +545,20 @@ typedef struct cf_worker cf_worker;
 cf_sc_service *cf_sc_service_new(const char *name, const cf_props *base, const cf_props *settings,
                                  const cf_props *worker);
 void cf_sc_service_destroy(cf_sc_service *s); /* NULL-safe */
+/* The shared configuration, with state.store=cassandra in the base or the
+ * settings (its cql.host, state.keyspace...): the configuration in
+ * <state.keyspace>.configs (service "cdc", config map<text, text>) is read
+ * now and applied, then every config.refresh.interval.ms (a thread, until
+ * detach); PUT, DELETE and the statements write what they configured there.
+ * What is shared is the service configuration the connector is made of (the
+ * design's keys, data sources' effect included) without what belongs to one
+ * sidecar: cdc_raw.dirs, cdc_raw.names, cdc_raw.archive.dir, token.ranges,
+ * token.ranges.node, cql.*, encryption.key.file, worker.*; each sidecar keeps
+ * its own. The named sinks and data sources themselves are not shared (a
+ * sidecar that received their effect cannot DROP them by name: DELETE the
+ * configuration or PUT a new one). Without state.store=cassandra: nothing. */
+void cf_sc_service_attach(cf_sc_service *s, cf_worker *w);
+void cf_sc_service_detach(cf_sc_service *s); /* NULL-safe; before the worker goes */
 /* The cf_worker_route handler (arg: the service). */
 int cf_sc_service_route(void *arg, cf_worker *w, const char *method, const char *path, const char *body,
                         size_t body_len, const char **content_type, cf_buf *out);

@@ -298,7 +298,7 @@ cf_code cf_sc_cstore_config_get(cf_sc_cstore *s, const char *service, cf_props *
     cf_code rc = create(s, err);
     if (rc) return rc;
     cf_buf b = CF_BUF_INIT;
-    cf_buf_printf(&b, "SELECT config, writetime(config) FROM %s.configs WHERE service = ", s->ks);
+    cf_buf_printf(&b, "SELECT config FROM %s.configs WHERE service = ", s->ks); /* (WRITETIME of a map: not before 5.0) */
     lit(&b, service);
     cf_cql_result *r;
     rc = query(s, b.data, &r, err);
@@ -309,7 +309,6 @@ cf_code cf_sc_cstore_config_get(cf_sc_cstore *s, const char *service, cf_props *
         return CF_OK;
     }
     const cf_cql_value *v = cf_cql_result_value(r, 0, 0);
-    bigint(cf_cql_result_value(r, 0, 1), written);
     const uint8_t *p = v->data, *end = v->data + v->len;
     int32_t n;
     cf_props *props = cf_props_new();
@@ -340,7 +339,8 @@ cf_code cf_sc_cstore_config_get(cf_sc_cstore *s, const char *service, cf_props *
     return CF_OK;
 }
 
-cf_code cf_sc_cstore_config_put(cf_sc_cstore *s, const char *service, const cf_props *config, cf_err *err) {
+cf_code cf_sc_cstore_config_put(cf_sc_cstore *s, const char *service, const cf_props *config, int64_t *written,
+                                cf_err *err) {
     cf_code rc = create(s, err);
     if (rc) return rc;
     cf_buf b = CF_BUF_INIT;
@@ -354,8 +354,10 @@ cf_code cf_sc_cstore_config_put(cf_sc_cstore *s, const char *service, const cf_p
             cf_buf_append_str(&b, ": ");
             lit(&b, cf_props_value_at(config, i));
         }
-        cf_buf_printf(&b, "}) USING TIMESTAMP %lld", (long long)next_ts(s));
+        *written = next_ts(s);
+        cf_buf_printf(&b, "}) USING TIMESTAMP %lld", (long long)*written);
     } else {
+        *written = 0;
         cf_buf_printf(&b, "DELETE FROM %s.configs USING TIMESTAMP %lld WHERE service = ", s->ks, (long long)next_ts(s));
         lit(&b, service);
     }

@@ -1,10 +1,12 @@
 /*
- * test_it_sidecar_takeover.c - state.store=cassandra against the live
+ * test_it_sidecar_cstore.c - state.store=cassandra against the live
  * Cassandra 5.0 node of scripts/servers ($CF_TEST_CASSANDRA, its cdc_raw in
  * $CF_TEST_CASSANDRA_CDC_RAW; fails without it): `cdcflow cassandra
  * sidecar` processes keep their state in the node's own tables and take
- * over each other's ranges.
+ * over each other's ranges (test_takeover_live), and share the service
+ * configuration (test_shared_config_live).
  *
+ * Takeover:
  *  1. sidecar A owns the lower half of the ring, B the upper half, both
  *     over the node's cdc_raw, state in <ks>_st.cdc_state, each with its own
  *     offsets file; a first workload is written: each row is published once
@@ -20,8 +22,16 @@
  *     published again (the documented bound after clean stops: none), and
  *     the last value published of each row is what Cassandra returns.
  *
- * Oracles: Cassandra (SELECT of the rows, the state table's rows and TTL),
- * the statements of this test (each row written once per workload).
+ * Shared configuration: sidecars S1 and S2 (each with its own replica
+ * directory setting, REST on a free port, config.refresh.interval.ms 300):
+ * a PUT of the service configuration on S1 is S2's configuration soon after
+ * (its GET shows the PUT's keys, its own cdc_raw.dirs kept), a DELETE on S1
+ * unconfigures S2, a PUT on S2 is what S3 starts with and S1 follows; the
+ * configs table holds the PUT's keys and no sidecar-local one.
+ *
+ * Oracles: Cassandra (SELECT of the rows, the state and configs tables'
+ * rows and TTL), the statements of this test (each row written once per
+ * workload), the REST API's answers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,6 +49,7 @@
 #define NK 120 /* keys of both workloads */
 
 static char tmp[256], cli[512];
+static pid_t kids[8]; /* the sidecars running: killed by the teardown if a test fails */
 
 typedef struct outs {
     int by_k[NK];      /* inserts and updates of key k seen */
@@ -79,14 +90,36 @@ static void read_out(const char *path, outs *o) {
     fclose(f);
 }
 
-/* `cdcflow cassandra sidecar` owning ranges, state in Cassandra; its
- * events to <tmp>/<tag>.jsonl, its log to <tag>.log. */
+/* `cdcflow cassandra sidecar ARGS...` in the background, its log in <tmp>/<tag>.log. */
+static pid_t spawn(const char *tag, const char *const *args) {
+    char log[512];
+    snprintf(log, sizeof log, "%s/%s.log", tmp, tag);
+    const char *argv[32] = {cli, "cassandra", "sidecar"};
+    size_t n = 3;
+    for (; args[n - 3] && n < 31; n++) argv[n] = args[n - 3];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *e = freopen(log, "w", stderr);
+        (void)e;
+        execv(cli, (char *const *)argv);
+        _exit(127);
+    }
+    for (size_t i = 0; i < 8; i++)
+        if (!kids[i]) {
+            kids[i] = pid;
+            break;
+        }
+    return pid;
+}
+
+/* A sidecar owning ranges, state in Cassandra; its events to <tmp>/<tag>.jsonl. */
 static pid_t start(const char *tag, const char *ranges) {
-    char path[512], out[512], off[512], log[512];
+    char path[512], out[512], off[512];
     snprintf(path, sizeof path, "%s/%s.json", tmp, tag);
     snprintf(out, sizeof out, "%s/%s.jsonl", tmp, tag);
     snprintf(off, sizeof off, "%s/%s.offsets", tmp, tag);
-    snprintf(log, sizeof log, "%s/%s.log", tmp, tag);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fprintf(f,
@@ -96,21 +129,16 @@ static pid_t start(const char *tag, const char *ranges) {
             "\"poll.interval.ms\": 200}\n",
             live_raw, live_host, live_cql.port, ranges, ks, ks, ks);
     fclose(f);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        FILE *e = freopen(log, "w", stderr);
-        (void)e;
-        execl(cli, cli, "cassandra", "sidecar", "--config", path, "--output", out, "--offsets", off, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
+    const char *args[] = {"--config", path, "--output", out, "--offsets", off, NULL};
+    return spawn(tag, args);
 }
 
 static int stop(pid_t pid) {
     kill(pid, SIGTERM);
     int st = 0;
     waitpid(pid, &st, 0);
+    for (size_t i = 0; i < 8; i++)
+        if (kids[i] == pid) kids[i] = 0;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -272,8 +300,165 @@ static void test_takeover_live(void **state) {
     live_teardown();
 }
 
+
+/* ---------------- the shared configuration ---------------- */
+
+/* The REST port of a sidecar (its "REST API on" log line; 15 s at most). */
+static int rest_port(const char *tag) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.log", tmp, tag);
+    for (int64_t t0 = mono_ms(); mono_ms() - t0 < 15000; usleep(100000)) {
+        FILE *f = fopen(path, "r");
+        char line[2048];
+        int port = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, "REST API on http://");
+            if (p && (p = strchr(p + 19, ':'))) port = atoi(p + 1);
+        }
+        if (f) fclose(f);
+        if (port > 0) return port;
+    }
+    show_log(tag);
+    fail_msg("%s: no REST API", tag);
+    return 0;
+}
+
+/* An HTTP request to a sidecar: its status; the body in <tmp>/body. */
+static int api(int port, const char *method, const char *path, const char *body) {
+    char cmd[4096], bodyf[512], code[512];
+    snprintf(bodyf, sizeof bodyf, "%s/req.json", tmp);
+    snprintf(code, sizeof code, "%s/code", tmp);
+    FILE *f = fopen(bodyf, "w");
+    assert_non_null(f);
+    fputs(body ? body : "", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "curl -s -o %s/body -w '%%{http_code}' -X %s -H 'Content-Type: application/json' %s%s "
+             "http://127.0.0.1:%d%s >%s",
+             tmp, method, body ? "--data-binary @" : "", body ? bodyf : "", port, path, code);
+    if (system(cmd)) return 0;
+    f = fopen(code, "r");
+    int st = 0;
+    if (f && fscanf(f, "%d", &st) != 1) st = 0;
+    if (f) fclose(f);
+    return st;
+}
+
+static bool body_has(const char *what) {
+    char p[512], buf[16384];
+    snprintf(p, sizeof p, "%s/body", tmp);
+    FILE *f = fopen(p, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    return strstr(buf, what) != NULL;
+}
+
+/* Wait (10 s at most) until GET of the service configuration on port answers
+ * status and, for 200, its body holds what. */
+static bool config_becomes(int port, int status, const char *what) {
+    for (int64_t t0 = mono_ms(); mono_ms() - t0 < 10000; usleep(100000))
+        if (api(port, "GET", "/api/v1/services/cdc/config", NULL) == status && (status != 200 || body_has(what)))
+            return true;
+    return false;
+}
+
+static pid_t start_service(const char *tag, int refresh_ms) {
+    char path[512], out[512], off[512];
+    snprintf(path, sizeof path, "%s/%s.json", tmp, tag);
+    snprintf(out, sizeof out, "%s/%s.jsonl", tmp, tag);
+    snprintf(off, sizeof off, "%s/%s.offsets", tmp, tag);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"cql.host\": \"%s:%d\", \"state.store\": \"cassandra\", \"state.keyspace\": \"%s_st\", \"job.id\": "
+            "\"%s_%s\", \"cdc_raw.cleanup\": \"none\", \"config.refresh.interval.ms\": %d, \"tables\": [\"%s.t\"]}\n",
+            live_host, live_cql.port, ks, ks, tag, refresh_ms, ks);
+    fclose(f);
+    const char *args[] = {"--replica", live_raw, "--config", path, "--rest", "0", "--output", out, "--offsets", off, NULL};
+    return spawn(tag, args);
+}
+
+static void test_shared_config_live(void **state) {
+    (void)state;
+    live_setup("scconf");
+    snprintf(cli, sizeof cli, "%s", it_need_env("CF_CLI"));
+    snprintf(tmp, sizeof tmp, "/tmp/scconf_%d", (int)getpid());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", tmp, tmp);
+    assert_int_equal(system(cmd), 0);
+    pid_t s1 = start_service("s1", 300), s2 = start_service("s2", 300);
+    int p1 = rest_port("s1"), p2 = rest_port("s2");
+    /* a PUT on S1 (its own replica directory with it) */
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"config\": {\"cdc_raw.dirs\": \"%s\", \"tables\": [\"%s.t\"], \"consistency.level\": \"ONE\", "
+             "\"topic.format\": \"first.{table}\"}}",
+             live_raw, ks);
+    int st = api(p1, "PUT", "/api/v1/services/cdc/config", body);
+    if (st != 200 && st != 201) {
+        show_log("s1");
+        fail_msg("PUT on S1: %d", st);
+    }
+    if (!config_becomes(p2, 200, "first.{table}")) {
+        show_log("s2");
+        fail_msg("S2 did not take S1's configuration");
+    }
+    char dirs[600];
+    snprintf(dirs, sizeof dirs, "\"cdc_raw.dirs\":\"%s\"", live_raw);
+    assert_true(body_has(dirs)); /* its own replicas */
+    /* in Cassandra: the shared keys, no sidecar-local one */
+    char cql[256];
+    snprintf(cql, sizeof cql, "SELECT JSON config FROM %s_st.configs WHERE service = 'cdc'", ks);
+    cf_cql_result *r = NULL;
+    cf_err err;
+    if (cf_cql_query(conn, cql, CF_CQL_ONE, &r, &err)) fail_msg("configs: %s / %s", err.message, err.detail);
+    assert_int_equal(r->n_rows, 1);
+    char *json = cf_cql_result_text(r, 0, 0);
+    print_message("configs: %s\n", json);
+    assert_non_null(strstr(json, "\"topic.format\": \"first.{table}\""));
+    assert_null(strstr(json, "cdc_raw.dirs"));
+    assert_null(strstr(json, "cql."));
+    free(json);
+    cf_cql_result_free(r);
+    /* a DELETE on S1 unconfigures S2 */
+    assert_int_equal(api(p1, "DELETE", "/api/v1/services/cdc/config", NULL), 204);
+    if (!config_becomes(p2, 404, NULL)) fail_msg("S2 is still configured after S1's DELETE");
+    /* a PUT on S2: S1 follows, S3 starts with it (read at start: its refresh interval is long) */
+    snprintf(body, sizeof body,
+             "{\"config\": {\"cdc_raw.dirs\": \"%s\", \"tables\": [\"%s.t\"], \"consistency.level\": \"ONE\", "
+             "\"topic.format\": \"second.{table}\"}}",
+             live_raw, ks);
+    st = api(p2, "PUT", "/api/v1/services/cdc/config", body);
+    assert_true(st == 200 || st == 201);
+    if (!config_becomes(p1, 200, "second.{table}")) fail_msg("S1 did not take S2's configuration");
+    pid_t s3 = start_service("s3", 600000);
+    int p3 = rest_port("s3");
+    assert_int_equal(api(p3, "GET", "/api/v1/services/cdc/config", NULL), 200);
+    assert_true(body_has("second.{table}"));
+    assert_int_equal(stop(s3), 0);
+    assert_int_equal(stop(s2), 0);
+    assert_int_equal(stop(s1), 0);
+    q("DROP KEYSPACE IF EXISTS %s_st", ks);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (!getenv("CF_TEST_KEEP") && system(cmd)) {}
+    live_teardown();
+}
+
+static int kill_kids(void **state) {
+    (void)state;
+    for (size_t i = 0; i < 8; i++)
+        if (kids[i]) {
+            kill(kids[i], SIGKILL);
+            waitpid(kids[i], NULL, 0);
+            kids[i] = 0;
+        }
+    return 0;
+}
+
 int main(void) {
     cf_log_set_level(CF_LOG_WARN);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_takeover_live)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test_teardown(test_takeover_live, kill_kids),
+                                       cmocka_unit_test_teardown(test_shared_config_live, kill_kids)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
