@@ -18,7 +18,9 @@
  *     inotify and a listing fallback, the merge of the replicas by write
  *     time, decode, digest, dedup, schema refresh over CQL) and its state
  *     (markers per replica, pending digests, owned ranges) as a source
- *     offset; the cleanup of finished segments;
+ *     offset, or in Cassandra's own tables (cstore.c), states of several
+ *     sidecars merged for a takeover (cf_sc_state_merge); the cleanup of
+ *     finished segments;
  *   - the change events (sidecar_events.h) and the `cassandra-cdc` source
  *     connector that runs all this in the worker (sidecar_connector.c).
  *
@@ -531,7 +533,9 @@ void cf_sc_stmts_json(const cf_sc_stmts *s, cf_buf *out);
  * option has one value for all of them (409 otherwise). Dropping the last data
  * source removes the connector; DELETE of the configuration removes the data
  * sources too (the sinks stay). Sinks and sources live in memory, as what a
- * PUT configures: nothing of it survives a restart.
+ * PUT configures: nothing of it survives a restart, unless the service
+ * configuration is shared through Cassandra (state.store=cassandra,
+ * cf_sc_service_attach): then what they configured is read back at start.
  * Errors are {"error_code": status, "message": ...} as the worker's REST API. */
 typedef struct cf_sc_service cf_sc_service;
 typedef struct cf_worker cf_worker;
