@@ -189,6 +189,7 @@ typedef struct cdc_task {
     cf_sc_cstore *store; /* state.store=cassandra */
     char *job;
     bool store_failing;
+    int64_t store_retry_us; /* when a failed write was last tried */
     cf_cql_options cql;
     char cql_host[256];
 } cdc_task;
@@ -434,6 +435,8 @@ static cf_code cdc_poll(void *task, cf_record **out, size_t max, size_t *n, cf_e
     t->out = NULL;
     if (*n) t->busy = true;
     int64_t now = cf_sc_mono_us();
+    /* the state store failed and nothing new came to commit: try the acknowledged state again every second */
+    if (t->store_failing && t->acked && now - t->store_retry_us >= 1000000) cdc_commit(t);
     /* The state rides on the last record, when no event waits in the queue.
      * Not every batch: a snapshot costs its pending digests. But the state
      * of the last batch before an end or a pause must not be lost, and the
@@ -490,6 +493,7 @@ static void cdc_commit(void *arg) {
                         t->job);
             }
             t->store_failing = true;
+            t->store_retry_us = cf_sc_mono_us();
             return;
         }
         if (t->store_failing) CF_INFO(COMP, "the state of job %s is stored again", t->job);

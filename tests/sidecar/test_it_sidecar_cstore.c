@@ -29,6 +29,13 @@
  * unconfigures S2, a PUT on S2 is what S3 starts with and S1 follows; the
  * configs table holds the PUT's keys and no sidecar-local one.
  *
+ * Cassandra down at a commit (test_store_down_live: the sidecar reaches the
+ * node through a TCP proxy of this test, cut and restored): while it is cut
+ * the sidecar publishes on, logs that the state is not advanced; restored,
+ * the state is written again; cut again, rows written, the sidecar killed
+ * (kill -9) and started with an empty offsets file: the changes after the
+ * last row written are published again (nothing lost), none before it.
+ *
  * Oracles: Cassandra (SELECT of the rows, the state and configs tables'
  * rows and TTL), the statements of this test (each row written once per
  * workload), the REST API's answers.
@@ -39,8 +46,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "cdcflow/log.h"
@@ -445,6 +458,195 @@ static void test_shared_config_live(void **state) {
     live_teardown();
 }
 
+/* ---------------- Cassandra down at a commit ---------------- */
+
+/* A TCP proxy to the node that can be cut (connections closed, connects refused) and restored. */
+typedef struct proxy {
+    int port, lfd;
+    atomic_bool down, quit;
+    pthread_t th;
+} proxy;
+
+static int listen_on(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 16)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void *proxy_main(void *arg) {
+    proxy *p = arg;
+    int fds[64]; /* pairs: client, server */
+    size_t n = 0;
+    char buf[65536];
+    while (!atomic_load(&p->quit)) {
+        bool down = atomic_load(&p->down);
+        if (down) { /* the node "down": connections closed, new ones closed at once (the port stays ours) */
+            for (size_t i = 0; i < n; i++) close(fds[i]);
+            n = 0;
+        }
+        struct pollfd pf[65];
+        pf[0] = (struct pollfd){p->lfd, POLLIN, 0};
+        for (size_t i = 0; i < n; i++) pf[i + 1] = (struct pollfd){fds[i], POLLIN, 0};
+        if (poll(pf, n + 1, 50) <= 0) continue;
+        if ((pf[0].revents & POLLIN) && (down || n + 2 > 64)) {
+            int c = accept(p->lfd, NULL, NULL);
+            if (c >= 0) close(c);
+        } else if (pf[0].revents & POLLIN) {
+            int c = accept(p->lfd, NULL, NULL), sv = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)live_cql.port)};
+            inet_pton(AF_INET, live_host, &a.sin_addr);
+            if (c >= 0 && connect(sv, (struct sockaddr *)&a, sizeof a) == 0) {
+                fds[n++] = c;
+                fds[n++] = sv;
+            } else {
+                fprintf(stderr, "proxy: accept/connect failed: %s\n", strerror(errno));
+                if (c >= 0) close(c);
+                close(sv);
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (!(pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+            ssize_t k = read(fds[i], buf, sizeof buf);
+            size_t peer = i ^ 1;
+            if (k <= 0 || write(fds[peer], buf, (size_t)k) != k) { /* one side gone: the pair goes */
+                size_t a = i & ~(size_t)1;
+                close(fds[a]);
+                close(fds[a + 1]);
+                fds[a] = fds[n - 2];
+                fds[a + 1] = fds[n - 1];
+                n -= 2;
+                break; /* the poll set changed */
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) close(fds[i]);
+    if (p->lfd >= 0) close(p->lfd);
+    return NULL;
+}
+
+static void proxy_start(proxy *p) {
+    p->lfd = listen_on(0);
+    assert_true(p->lfd >= 0);
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    getsockname(p->lfd, (struct sockaddr *)&a, &al);
+    p->port = ntohs(a.sin_port);
+    atomic_store(&p->down, false);
+    atomic_store(&p->quit, false);
+    pthread_create(&p->th, NULL, proxy_main, p);
+}
+
+static bool log_has(const char *tag, const char *what, int wait_ms) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "grep -q '%s' %s/%s.log", what, tmp, tag);
+    for (int64_t t0 = mono_ms();; usleep(100000)) {
+        if (system(cmd) == 0) return true;
+        if (mono_ms() - t0 > wait_ms) return false;
+    }
+}
+
+static pid_t start_via(const char *tag, int port) {
+    char path[512], out[512], off[512];
+    snprintf(path, sizeof path, "%s/%s.json", tmp, tag);
+    snprintf(out, sizeof out, "%s/%s.jsonl", tmp, tag);
+    snprintf(off, sizeof off, "%s/%s.offsets", tmp, tag);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"cdc_raw.dirs\": \"%s\", \"cql.host\": \"127.0.0.1:%d\", \"state.store\": \"cassandra\", "
+            "\"state.keyspace\": \"%s_st\", \"job.id\": \"%s\", \"cdc_raw.cleanup\": \"none\", \"consistency.level\": "
+            "\"ONE\", \"tables\": [\"%s.t\"], \"state.checkpoint.interval.ms\": 100, \"poll.interval.ms\": 200}\n",
+            live_raw, port, ks, ks, ks);
+    fclose(f);
+    const char *args[] = {"--config", path, "--output", out, "--offsets", off, NULL};
+    return spawn(tag, args);
+}
+
+static void test_store_down_live(void **state) {
+    (void)state;
+    live_setup("scdown");
+    snprintf(cli, sizeof cli, "%s", it_need_env("CF_CLI"));
+    snprintf(tmp, sizeof tmp, "/tmp/scdown_%d", (int)getpid());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", tmp, tmp);
+    assert_int_equal(system(cmd), 0);
+    static proxy px;
+    proxy_start(&px);
+    pid_t c = start_via("c1", px.port);
+    usleep(1500000);
+    const char *c1[] = {"c1"};
+    for (int k = 0; k < 30; k++) q("INSERT INTO %s.t (k, v, n) VALUES (%d, 'v%d', %d)", ks, k, k, k * 10);
+    if (!wait_keys(c1, 1, 0, 30, v1)) {
+        show_log("c1");
+        fail_msg("the first rows were not published");
+    }
+    usleep(1500000);
+    assert_int_equal(count_rows("\"start\""), 1);
+    /* cut: it publishes on, the state is not advanced */
+    atomic_store(&px.down, true);
+    for (int k = 30; k < 60; k++) q("INSERT INTO %s.t (k, v, n) VALUES (%d, 'v%d', %d)", ks, k, k, k * 10);
+    if (!wait_keys(c1, 1, 30, 60, v1)) {
+        char g[256];
+        snprintf(g, sizeof g, "gdb -p %d -batch -ex 'thread apply all bt' > /tmp/ccstate-gdb.txt 2>&1", (int)c);
+        if (getenv("CF_TEST_GDB") && system(g)) {}
+        show_log("c1");
+        fail_msg("the rows written while the store is down were not published");
+    }
+    if (!log_has("c1", "is not advanced", 10000)) {
+        show_log("c1");
+        fail_msg("no log line: the state is not advanced");
+    }
+    /* restored: written again */
+    atomic_store(&px.down, false);
+    if (!log_has("c1", "is stored again", 15000)) {
+        show_log("c1");
+        fail_msg("the state was not written again once the store was back");
+    }
+    /* cut again, rows, kill -9 */
+    atomic_store(&px.down, true);
+    for (int k = 60; k < 90; k++) q("INSERT INTO %s.t (k, v, n) VALUES (%d, 'v%d', %d)", ks, k, k, k * 10);
+    bool ok = wait_keys(c1, 1, 60, 90, v1);
+    usleep(1500000);
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    for (size_t i = 0; i < 8; i++)
+        if (kids[i] == c) kids[i] = 0;
+    assert_true(ok);
+    atomic_store(&px.down, false);
+    /* a new start, an empty offsets file: the state is the last row written */
+    pid_t c2 = start_via("c2", px.port);
+    const char *c2t[] = {"c2"};
+    ok = wait_keys(c2t, 1, 60, 90, v1);
+    usleep(1500000);
+    assert_int_equal(stop(c2), 0);
+    if (!ok) {
+        show_log("c2");
+        fail_msg("the rows after the last state written were not published again");
+    }
+    outs o1, o2;
+    out_of("c1", &o1);
+    out_of("c2", &o2);
+    int again = 0;
+    for (int k = 0; k < 60; k++) again += o2.by_k[k];
+    print_message("store down: first run %d events; after kill -9 %d, of them %d from before the last state written\n",
+                  o1.n, o2.n, again);
+    assert_int_equal(again, 0);
+    for (int k = 0; k < 90; k++) assert_int_equal(o1.by_k[k], 1);
+    for (int k = 60; k < 90; k++) assert_int_equal(o2.by_k[k], 1);
+    atomic_store(&px.quit, true);
+    pthread_join(px.th, NULL);
+    q("DROP KEYSPACE IF EXISTS %s_st", ks);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (!getenv("CF_TEST_KEEP") && system(cmd)) {}
+    live_teardown();
+}
+
 static int kill_kids(void **state) {
     (void)state;
     for (size_t i = 0; i < 8; i++)
@@ -459,6 +661,7 @@ static int kill_kids(void **state) {
 int main(void) {
     cf_log_set_level(CF_LOG_WARN);
     const struct CMUnitTest tests[] = {cmocka_unit_test_teardown(test_takeover_live, kill_kids),
-                                       cmocka_unit_test_teardown(test_shared_config_live, kill_kids)};
+                                       cmocka_unit_test_teardown(test_shared_config_live, kill_kids),
+                                       cmocka_unit_test_teardown(test_store_down_live, kill_kids)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
