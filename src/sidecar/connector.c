@@ -140,7 +140,8 @@ static const cf_cfg_def cdc_defs[] = {
      "reading resumes at the earliest of the owners' markers; their pending digests united; what each owner had "
      "processed is not processed again), so a connector whose ranges cover ranges other connectors of the same "
      "`job.id` stored state for takes them over (docs/operations.md). When Cassandra cannot be written, the "
-     "state is not advanced (logged) and written at the next offset commit; finished segments are cleaned up "
+     "state is not advanced (logged) and tried again at every offset commit and every second; finished "
+     "segments are cleaned up "
      "only after it was written. With no row yet the worker's stored offset is used, if any. With `cassandra` the "
      "service configuration is kept in `state.keyspace`.configs as well (shared by the sidecars of a cluster)."},
     {"state.keyspace", CF_CFG_STRING, "sidecar_internal", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "State",
@@ -489,7 +490,7 @@ static void cdc_commit(void *arg) {
             if (!t->store_failing) {
                 cf_log_err(CF_LOG_WARN, COMP, &err);
                 CF_WARN(COMP, "the state of job %s is not advanced (nothing is lost: changes since the stored state "
-                              "are published again after a restart); written at the next offset commit",
+                              "are published again after a restart); tried again every second",
                         t->job);
             }
             t->store_failing = true;
