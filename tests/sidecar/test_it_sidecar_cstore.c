@@ -127,24 +127,37 @@ static pid_t spawn(const char *tag, const char *const *args) {
     return pid;
 }
 
-/* A sidecar owning ranges, state in Cassandra; its events to <tmp>/<tag>.jsonl. */
-static pid_t start(const char *tag, const char *ranges) {
+/* A sidecar with the configuration cfg (JSON, written to <tmp>/<tag>.json), its events to
+ * <tmp>/<tag>.jsonl, its offsets in <tmp>/<tag>.offsets, and rest (NULL-terminated) more arguments. */
+static pid_t start_cfg(const char *tag, const char *cfg, const char *const *rest) {
     char path[512], out[512], off[512];
     snprintf(path, sizeof path, "%s/%s.json", tmp, tag);
     snprintf(out, sizeof out, "%s/%s.jsonl", tmp, tag);
     snprintf(off, sizeof off, "%s/%s.offsets", tmp, tag);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f,
+    fputs(cfg, f);
+    fclose(f);
+    const char *args[24] = {"--config", path, "--output", out, "--offsets", off};
+    size_t n = 6;
+    for (; rest && rest[n - 6] && n < 23; n++) args[n] = rest[n - 6];
+    args[n] = NULL;
+    return spawn(tag, args);
+}
+
+/* A sidecar owning ranges, state in Cassandra; its events to <tmp>/<tag>.jsonl. */
+static pid_t start_at(const char *tag, const char *host, int port, const char *ranges) {
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
             "{\"cdc_raw.dirs\": \"%s\", \"cql.host\": \"%s:%d\", \"token.ranges\": \"%s\", \"state.store\": "
             "\"cassandra\", \"state.keyspace\": \"%s_st\", \"job.id\": \"%s\", \"cdc_raw.cleanup\": \"none\", "
             "\"consistency.level\": \"ONE\", \"tables\": [\"%s.t\"], \"state.checkpoint.interval.ms\": 100, "
             "\"poll.interval.ms\": 200}\n",
-            live_raw, live_host, live_cql.port, ranges, ks, ks, ks);
-    fclose(f);
-    const char *args[] = {"--config", path, "--output", out, "--offsets", off, NULL};
-    return spawn(tag, args);
+            live_raw, host, port, ranges, ks, ks, ks);
+    return start_cfg(tag, cfg, NULL);
 }
+
+static pid_t start(const char *tag, const char *ranges) { return start_at(tag, live_host, live_cql.port, ranges); }
 
 static int stop(pid_t pid) {
     kill(pid, SIGTERM);
@@ -377,19 +390,12 @@ static bool config_becomes(int port, int status, const char *what) {
 }
 
 static pid_t start_service(const char *tag, int refresh_ms) {
-    char path[512], out[512], off[512];
-    snprintf(path, sizeof path, "%s/%s.json", tmp, tag);
-    snprintf(out, sizeof out, "%s/%s.jsonl", tmp, tag);
-    snprintf(off, sizeof off, "%s/%s.offsets", tmp, tag);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f,
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
             "{\"cql.host\": \"%s:%d\", \"state.store\": \"cassandra\", \"state.keyspace\": \"%s_st\", \"job.id\": "
             "\"%s_%s\", \"cdc_raw.cleanup\": \"none\", \"config.refresh.interval.ms\": %d, \"tables\": [\"%s.t\"]}\n",
             live_host, live_cql.port, ks, ks, tag, refresh_ms, ks);
-    fclose(f);
-    const char *args[] = {"--replica", live_raw, "--config", path, "--rest", "0", "--output", out, "--offsets", off, NULL};
-    return spawn(tag, args);
+    return start_cfg(tag, cfg, (const char *const[]){"--replica", live_raw, "--rest", "0", NULL});
 }
 
 static void test_shared_config_live(void **state) {
@@ -551,22 +557,8 @@ static bool log_has(const char *tag, const char *what, int wait_ms) {
     }
 }
 
-static pid_t start_via(const char *tag, int port) {
-    char path[512], out[512], off[512];
-    snprintf(path, sizeof path, "%s/%s.json", tmp, tag);
-    snprintf(out, sizeof out, "%s/%s.jsonl", tmp, tag);
-    snprintf(off, sizeof off, "%s/%s.offsets", tmp, tag);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "{\"cdc_raw.dirs\": \"%s\", \"cql.host\": \"127.0.0.1:%d\", \"state.store\": \"cassandra\", "
-            "\"state.keyspace\": \"%s_st\", \"job.id\": \"%s\", \"cdc_raw.cleanup\": \"none\", \"consistency.level\": "
-            "\"ONE\", \"tables\": [\"%s.t\"], \"state.checkpoint.interval.ms\": 100, \"poll.interval.ms\": 200}\n",
-            live_raw, port, ks, ks, ks);
-    fclose(f);
-    const char *args[] = {"--config", path, "--output", out, "--offsets", off, NULL};
-    return spawn(tag, args);
-}
+/* A sidecar owning the whole ring that reaches the node through the proxy. */
+static pid_t start_via(const char *tag, int port) { return start_at(tag, "127.0.0.1", port, "all"); }
 
 static void test_store_down_live(void **state) {
     (void)state;
