@@ -36,6 +36,8 @@
  * (kill -9) and started with an empty offsets file: the changes after the
  * last row written are published again (nothing lost), none before it.
  *
+ * CF_TEST_KEEP=1 keeps the sidecars' logs and record files in /tmp/sc*_<pid>.
+ *
  * Oracles: Cassandra (SELECT of the rows, the state and configs tables'
  * rows and TTL), the statements of this test (each row written once per
  * workload), the REST API's answers.
@@ -584,9 +586,6 @@ static void test_store_down_live(void **state) {
     atomic_store(&px.down, true);
     for (int k = 30; k < 60; k++) q("INSERT INTO %s.t (k, v, n) VALUES (%d, 'v%d', %d)", ks, k, k, k * 10);
     if (!wait_keys(c1, 1, 30, 60, v1)) {
-        char g[256];
-        snprintf(g, sizeof g, "gdb -p %d -batch -ex 'thread apply all bt' > /tmp/ccstate-gdb.txt 2>&1", (int)c);
-        if (getenv("CF_TEST_GDB") && system(g)) {}
         show_log("c1");
         fail_msg("the rows written while the store is down were not published");
     }
