@@ -18,7 +18,9 @@
  *     inotify and a listing fallback, the merge of the replicas by write
  *     time, decode, digest, dedup, schema refresh over CQL) and its state
  *     (markers per replica, pending digests, owned ranges) as a source
- *     offset; the cleanup of finished segments;
+ *     offset, or in Cassandra's own tables (cstore.c), states of several
+ *     sidecars merged for a takeover (cf_sc_state_merge); the cleanup of
+ *     finished segments;
  *   - the change events (sidecar_events.h) and the `cassandra-cdc` source
  *     connector that runs all this in the worker (sidecar_connector.c).
  *
@@ -362,6 +364,41 @@ cf_value *cf_sc_engine_partition(const char *job);
 /* A snapshot is durable: clean up the segments it marks finished. */
 void cf_sc_engine_durable(cf_sc_engine *e, const cf_value *snapshot);
 
+/* The Cassandra state store (state.store=cassandra): one row per owned
+ * range, (job_id, split, start, end, state), the state the snapshot of the
+ * engine restricted to that range (cf_sc_state_restrict), written with the
+ * epoch as its write time (USING TIMESTAMP, monotonic). */
+typedef struct cf_sc_state_row {
+    cf_sc_range range;        /* (start, end]; start == end: the whole ring */
+    int64_t epoch;            /* its write time */
+    const cf_value *snapshot; /* a snapshot (cf_sc_engine_snapshot's format) */
+} cf_sc_state_row;
+
+/* Merge the stored rows of a job into one snapshot for the ranges `owned`
+ * (NULL or n = 0: the whole ring), as the CEP-44 code merges the states of
+ * overlapping ranges, so that a sidecar whose ranges cover ranges others
+ * stored state for takes them over:
+ *   - each token of owned is owned by the newest row (epoch) covering it;
+ *     a row that owns no token (all of it is covered by newer rows) is left
+ *     out; rows of the same epoch over one token: the earlier positions;
+ *   - per replica (by name) reading resumes at the minimum of the owners'
+ *     markers; where no row covers an owned token, every replica reads from
+ *     its oldest segment;
+ *   - pending digests: those of each token's owner, the same digest from two
+ *     owners merged (replica masks united, copies max, published if either);
+ *   - "takeover floors": per token interval the owner's own markers, so that
+ *     the copies an owner had processed (its changes published or pending)
+ *     are not processed again where reading resumes earlier for another
+ *     owner's sake (cf_sc_engine_restore applies them, the snapshots carry
+ *     them until every reader has passed them).
+ * CF_ERR_CORRUPT for a row that is not a snapshot. *out is a new snapshot. */
+cf_code cf_sc_state_merge(const cf_sc_state_row *rows, size_t n, const cf_sc_ranges *owned, cf_value **out,
+                          cf_err *err);
+/* The part of a snapshot one range stores: its pending digests of tokens in
+ * range, its floors cut to range, "ranges" that range. NULL if snapshot is
+ * not one. */
+cf_value *cf_sc_state_restrict(const cf_value *snapshot, cf_sc_range range);
+
 void cf_sc_engine_stats(const cf_sc_engine *e, cf_sc_stats *out);
 /* The ranges the engine owns (given, or computed from the ring). */
 const cf_sc_ranges *cf_sc_engine_ranges(const cf_sc_engine *e);
@@ -496,7 +533,9 @@ void cf_sc_stmts_json(const cf_sc_stmts *s, cf_buf *out);
  * option has one value for all of them (409 otherwise). Dropping the last data
  * source removes the connector; DELETE of the configuration removes the data
  * sources too (the sinks stay). Sinks and sources live in memory, as what a
- * PUT configures: nothing of it survives a restart.
+ * PUT configures: nothing of it survives a restart, unless the service
+ * configuration is shared through Cassandra (state.store=cassandra,
+ * cf_sc_service_attach): then what they configured is read back at start.
  * Errors are {"error_code": status, "message": ...} as the worker's REST API. */
 typedef struct cf_sc_service cf_sc_service;
 typedef struct cf_worker cf_worker;
@@ -510,6 +549,20 @@ typedef struct cf_worker cf_worker;
 cf_sc_service *cf_sc_service_new(const char *name, const cf_props *base, const cf_props *settings,
                                  const cf_props *worker);
 void cf_sc_service_destroy(cf_sc_service *s); /* NULL-safe */
+/* The shared configuration, with state.store=cassandra in the base or the
+ * settings (its cql.host, state.keyspace...): the configuration in
+ * <state.keyspace>.configs (service "cdc", config map<text, text>) is read
+ * now and applied, then every config.refresh.interval.ms (a thread, until
+ * detach); PUT, DELETE and the statements write what they configured there.
+ * What is shared is the service configuration the connector is made of (the
+ * design's keys, data sources' effect included) without what belongs to one
+ * sidecar: cdc_raw.dirs, cdc_raw.names, cdc_raw.archive.dir, token.ranges,
+ * token.ranges.node, cql.*, encryption.key.file, worker.*; each sidecar keeps
+ * its own. The named sinks and data sources themselves are not shared (a
+ * sidecar that received their effect cannot DROP them by name: DELETE the
+ * configuration or PUT a new one). Without state.store=cassandra: nothing. */
+void cf_sc_service_attach(cf_sc_service *s, cf_worker *w);
+void cf_sc_service_detach(cf_sc_service *s); /* NULL-safe; before the worker goes */
 /* The cf_worker_route handler (arg: the service). */
 int cf_sc_service_route(void *arg, cf_worker *w, const char *method, const char *path, const char *body,
                         size_t body_len, const char **content_type, cf_buf *out);

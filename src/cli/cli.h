@@ -62,5 +62,15 @@ void cf_cli_print_config_err(cf_err *err, const cf_props *props, bool worker, co
  * and return the exit code (cmd_run.c; see there). */
 int cf_cli_run_worker(const char *who, const cf_props *wprops, const cf_worker_opts *opts,
                       const cf_props *const *cprops, const char *const *cnames, const char *const *files, size_t nconn);
+/* The same with hooks: started(arg, w) once the connectors are added (the
+ * worker runs), ending(arg) before the worker is destroyed. */
+typedef struct cf_cli_hooks {
+    void (*started)(void *arg, cf_worker *w);
+    void (*ending)(void *arg);
+    void *arg;
+} cf_cli_hooks;
+int cf_cli_run_worker_hooks(const char *who, const cf_props *wprops, const cf_worker_opts *opts,
+                            const cf_props *const *cprops, const char *const *cnames, const char *const *files,
+                            size_t nconn, const cf_cli_hooks *hooks);
 
 #endif

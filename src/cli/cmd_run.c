@@ -123,6 +123,12 @@ static int usage(const char *msg, const char *arg) {
  * (they would not inherit the blocked SIGINT/SIGTERM). */
 int cf_cli_run_worker(const char *who, const cf_props *wprops, const cf_worker_opts *opts,
                       const cf_props *const *cprops, const char *const *cnames, const char *const *files, size_t nconn) {
+    return cf_cli_run_worker_hooks(who, wprops, opts, cprops, cnames, files, nconn, NULL);
+}
+
+int cf_cli_run_worker_hooks(const char *who, const cf_props *wprops, const cf_worker_opts *opts,
+                            const cf_props *const *cprops, const char *const *cnames, const char *const *files,
+                            size_t nconn, const cf_cli_hooks *hooks) {
     cf_err err;
     cf_err_clear(&err);
     int code = CF_EXIT_OK;
@@ -179,6 +185,7 @@ int cf_cli_run_worker(const char *who, const cf_props *wprops, const cf_worker_o
         }
     }
     free(order);
+    if (code == CF_EXIT_OK && hooks && hooks->started) hooks->started(hooks->arg, w);
     if (code == CF_EXIT_OK) {
         cf_err_clear(&err);
         if (cf_worker_run(w, !opts->rest, &err)) {
@@ -201,6 +208,7 @@ int cf_cli_run_worker(const char *who, const cf_props *wprops, const cf_worker_o
     }
     /* the stopper may still end the process while this cleans up (a
      * teardown past the bound), but no longer touches the worker */
+    if (hooks && hooks->ending) hooks->ending(hooks->arg);
     pthread_mutex_lock(&st.mu);
     st.w = NULL;
     pthread_mutex_unlock(&st.mu);

@@ -47,6 +47,9 @@ static char *slurp(const char *path, size_t *len) {
     return cf_buf_detach(&b, len);
 }
 
+static void sidecar_started(void *arg, cf_worker *w) { cf_sc_service_attach(arg, w); }
+static void sidecar_ending(void *arg) { cf_sc_service_detach(arg); }
+
 static int run(int argc, char **argv) {
     cf_props *c = cf_props_new(), *w = cf_props_new();
     const char *output = NULL, *name = "cassandra-cdc", *format = NULL;
@@ -203,7 +206,9 @@ static int run(int argc, char **argv) {
                            .routes = &route, .n_routes = 1, .validate = cf_cli_validate_props};
     const cf_props *cp[1] = {c};
     const char *names[1] = {name};
-    code = cf_cli_run_worker("cdcflow cassandra sidecar", w, &opts, cp, names, NULL, configured ? 1 : 0);
+    /* with state.store=cassandra the service configuration is shared through Cassandra */
+    cf_cli_hooks hooks = {sidecar_started, sidecar_ending, svc};
+    code = cf_cli_run_worker_hooks("cdcflow cassandra sidecar", w, &opts, cp, names, NULL, configured ? 1 : 0, &hooks);
     cf_sc_service_destroy(svc);
 out:
     cf_props_destroy(c);

@@ -41,6 +41,7 @@ static const char *const cl_values[] = {"ONE", "TWO", "THREE", "QUORUM", "LOCAL_
                                         "LOCAL_ONE", NULL};
 static const char *const cleanup_values[] = {"delete", "archive", "none", NULL};
 static const char *const decimal_values[] = {"precise", "string", NULL};
+static const char *const store_values[] = {"offsets", "cassandra", NULL};
 
 static const cf_cfg_def cdc_defs[] = {
     {"cdc_raw.dirs", CF_CFG_LIST, CF_CFG_REQUIRED, false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_HIGH, "Replicas",
@@ -130,6 +131,32 @@ static const cf_cfg_def cdc_defs[] = {
      "State",
      "At most this often the state (markers per replica, pending digests) travels with a record as its source "
      "offset. After a crash, changes published since the last stored state are published again."},
+    {"state.store", CF_CFG_STRING, "offsets", false, store_values, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "State",
+     "Where the state (markers per replica, pending digests, owned ranges) is stored once the transport "
+     "acknowledged the changes it covers: `offsets`, the worker's offset store (as every source); `cassandra`, "
+     "the table `cdc_state` of `state.keyspace` through `cql.host` (the design's store: one row per owned range, "
+     "job id, split, start, end, state, 30-day TTL, written USING TIMESTAMP from a monotonic clock). At start the "
+     "rows of the job whose ranges overlap the owned ones are merged (per token the newest row covering it; "
+     "reading resumes at the earliest of the owners' markers; their pending digests united; what each owner had "
+     "processed is not processed again), so a connector whose ranges cover ranges other connectors of the same "
+     "`job.id` stored state for takes them over (docs/operations.md). When Cassandra cannot be written, the "
+     "state is not advanced (logged) and tried again at every offset commit and every second; finished "
+     "segments are cleaned up "
+     "only after it was written. With no row yet the worker's stored offset is used, if any. With `cassandra` the "
+     "service configuration is kept in `state.keyspace`.configs as well (shared by the sidecars of a cluster)."},
+    {"state.keyspace", CF_CFG_STRING, "sidecar_internal", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "State",
+     "Keyspace of `state.store=cassandra`'s tables (`cdc_state`, `configs`), created if missing."},
+    {"state.keyspace.replication", CF_CFG_STRING, "{'class': 'SimpleStrategy', 'replication_factor': 1}", false,
+     NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW, "State",
+     "The replication of `state.keyspace` when it is created, as CQL's CREATE KEYSPACE takes it (the default "
+     "suits a one-node test cluster; give e.g. {'class': 'NetworkTopologyStrategy', 'dc1': 3} in production). An "
+     "existing keyspace is left as it is. The state is written and read at LOCAL_QUORUM."},
+    {"config.refresh.interval.ms", CF_CFG_LONG, "30000", false, NULL, true, 100, 86400000, NULL, CF_IMPORTANCE_LOW,
+     "State",
+     "`cdcflow cassandra sidecar` with `state.store=cassandra`: the service configuration (PUT/DELETE "
+     "/api/v1/services/cdc/config, the CQL-style statements) is written to `state.keyspace`.configs and read "
+     "from it at start and this often, so that the sidecars of one cluster share it. The connector itself does "
+     "not use it."},
     {"progress.interval.ms", CF_CFG_LONG, "10000", false, NULL, true, 0, 86400000, NULL, CF_IMPORTANCE_LOW, "State",
      "A progress line (segments and bytes done of those known, events/s) this often while reading; 0: none."},
     {NULL, 0, NULL, false, NULL, false, 0, 0, NULL, 0, NULL, NULL},
@@ -160,6 +187,10 @@ typedef struct cdc_task {
     bool busy; /* records made since the last idle poll */
     cf_value *acked;   /* newest snapshot acknowledged, not yet known durable */
     bool halt_logged;
+    cf_sc_cstore *store; /* state.store=cassandra */
+    char *job;
+    bool store_failing;
+    int64_t store_retry_us; /* when a failed write was last tried */
     cf_cql_options cql;
     char cql_host[256];
 } cdc_task;
@@ -216,6 +247,8 @@ static void cdc_stop(void *task) {
     cf_cass_schema_destroy(t->schema);
     cf_value_destroy(t->partition);
     cf_value_destroy(t->acked);
+    cf_sc_cstore_close(t->store);
+    free(t->job);
     free(t);
 }
 
@@ -305,8 +338,35 @@ static cf_code cdc_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
     }
     if ((rc = cf_sc_engine_new(&o, &t->e, err))) goto fail;
     const char *job = cf_config_string(cfg, "job.id");
-    t->partition = cf_sc_engine_partition(job ? job : cf_source_ctx_connector_name(ctx));
-    cf_value *stored = cf_source_ctx_offset(ctx, t->partition);
+    t->job = cf_xstrdup(job ? job : cf_source_ctx_connector_name(ctx));
+    t->partition = cf_sc_engine_partition(t->job);
+    cf_value *stored = NULL;
+    if (strcasecmp(cf_config_string(cfg, "state.store"), "cassandra") == 0) {
+        if (!host) {
+            rc = cf_err_set(err, CF_ERR_CONFIG, "state.store=cassandra needs cql.host: the state is kept in Cassandra");
+            cf_err_hint(err, "Set cql.host to a node of the cluster, or state.store=offsets.");
+            goto fail;
+        }
+        cf_sc_cstore_opts so = {.cql = &t->cql, .keyspace = cf_config_string(cfg, "state.keyspace"),
+                                .replication = cf_config_string(cfg, "state.keyspace.replication")};
+        if ((rc = cf_sc_cstore_open(&so, &t->store, err))) goto fail;
+        size_t nrows = 0;
+        rc = cf_sc_cstore_load(t->store, t->job, cf_sc_engine_ranges(t->e), &stored, &nrows, err);
+        if (rc) {
+            cf_err_hint(err, "The stored state of job %s cannot be read: the connector starts once it can.", t->job);
+            goto fail;
+        }
+        if (stored) {
+            CF_INFO(COMP, "state: %zu row(s) of job %s in %s.cdc_state merged", nrows, t->job,
+                    cf_sc_cstore_keyspace(t->store));
+        } else {
+            stored = cf_source_ctx_offset(ctx, t->partition);
+            CF_INFO(COMP, "state: no row of job %s in %s.cdc_state overlaps the owned ranges%s", t->job,
+                    cf_sc_cstore_keyspace(t->store), stored ? ": resuming from the worker's stored offset" : "");
+        }
+    } else {
+        stored = cf_source_ctx_offset(ctx, t->partition);
+    }
     rc = cf_sc_engine_restore(t->e, stored, err);
     cf_value_destroy(stored);
     if (rc) goto fail;
@@ -376,6 +436,8 @@ static cf_code cdc_poll(void *task, cf_record **out, size_t max, size_t *n, cf_e
     t->out = NULL;
     if (*n) t->busy = true;
     int64_t now = cf_sc_mono_us();
+    /* the state store failed and nothing new came to commit: try the acknowledged state again every second */
+    if (t->store_failing && t->acked && now - t->store_retry_us >= 1000000) cdc_commit(t);
     /* The state rides on the last record, when no event waits in the queue.
      * Not every batch: a snapshot costs its pending digests. But the state
      * of the last batch before an end or a pause must not be lost, and the
@@ -422,6 +484,22 @@ static void cdc_commit_record(void *task, const cf_record *rec) {
 static void cdc_commit(void *arg) {
     cdc_task *t = arg;
     if (!t->acked) return;
+    if (t->store) { /* durable once Cassandra has it; until then the older state stays (a newer acked one replaces it) */
+        cf_err err;
+        if (cf_sc_cstore_save(t->store, t->job, cf_sc_engine_ranges(t->e), t->acked, &err)) {
+            if (!t->store_failing) {
+                cf_log_err(CF_LOG_WARN, COMP, &err);
+                CF_WARN(COMP, "the state of job %s is not advanced (nothing is lost: changes since the stored state "
+                              "are published again after a restart); tried again every second",
+                        t->job);
+            }
+            t->store_failing = true;
+            t->store_retry_us = cf_sc_mono_us();
+            return;
+        }
+        if (t->store_failing) CF_INFO(COMP, "the state of job %s is stored again", t->job);
+        t->store_failing = false;
+    }
     cf_sc_engine_durable(t->e, t->acked);
     cf_value_destroy(t->acked);
     t->acked = NULL;

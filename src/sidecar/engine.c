@@ -497,6 +497,10 @@ static cf_code process_entry(cf_sc_engine *e, replica *r, const cf_cass_entry *e
             BUMP(not_owned);
             continue;
         }
+        if (e->nfloors && cf_sc_engine_floor_done(e, r->index, r->seg_id, en->position, u->token)) {
+            e->floor_skipped++; /* the previous owner of this token processed it */
+            continue;
+        }
         BUMP(copies);
         uint8_t dg[CF_SC_DIGEST_LEN];
         int64_t max_ts;
@@ -1041,6 +1045,7 @@ void cf_sc_engine_destroy(cf_sc_engine *e) {
     free(e->unknown);
     free(e->datacenter);
     free(e->archive_dir);
+    cf_sc_engine_floors_free(e);
     free(e);
 }
 

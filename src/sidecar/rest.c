@@ -30,10 +30,11 @@ cf_sc_service *cf_sc_service_new(const char *name, const cf_props *base, const c
     s->settings = settings ? cf_props_clone(settings) : cf_props_new();
     s->worker = worker ? cf_props_clone(worker) : cf_props_new();
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     return s;
 }
 
-static void clear_sources(cf_sc_service *s) {
+void cf_sc_service_clear_sources(cf_sc_service *s) {
     for (size_t i = 0; i < s->n_sources; i++) {
         free(s->sources[i].keyspace);
         free(s->sources[i].table);
@@ -47,11 +48,12 @@ static void clear_sources(cf_sc_service *s) {
 
 void cf_sc_service_destroy(cf_sc_service *s) {
     if (!s) return;
+    cf_sc_service_detach(s);
     free(s->name);
     cf_props_destroy(s->base);
     cf_props_destroy(s->worker);
     cf_props_destroy(s->settings);
-    clear_sources(s);
+    cf_sc_service_clear_sources(s);
     for (size_t i = 0; i < s->n_sinks; i++) {
         free(s->sinks[i].name);
         free(s->sinks[i].uri);
@@ -60,6 +62,9 @@ void cf_sc_service_destroy(cf_sc_service *s) {
         cf_props_destroy(s->sinks[i].options);
     }
     free(s->sinks);
+    cf_sc_cstore_close(s->store);
+    cf_props_destroy(s->shared);
+    pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -275,15 +280,16 @@ int cf_sc_service_route(void *arg, cf_worker *w, const char *method, const char 
         pthread_mutex_lock(&s->mu);
         if (strcmp(method, "PUT") == 0) {
             status = put_config(s, w, body, body_len, out);
+            if (status < 300) cf_sc_service_share(s, w);
         } else if (strcmp(method, "DELETE") == 0) {
             cf_err err;
             if (cf_worker_delete_connector(w, s->name, &err)) {
                 status = cf_sc_service_error(out, &err);
             } else { /* the service is unconfigured: its data sources go too, the named sinks stay */
-                cf_props_destroy(s->settings);
-                s->settings = cf_props_new();
-                clear_sources(s);
+                cf_sc_service_unconfigured(s);
+                cf_sc_service_clear_sources(s);
                 status = 204;
+                cf_sc_service_share(s, w);
             }
         } else {
             status = error(out, 405, "HTTP 405 Method Not Allowed%s%s", NULL, NULL);
@@ -295,6 +301,7 @@ int cf_sc_service_route(void *arg, cf_worker *w, const char *method, const char 
         if (strcmp(method, "POST") != 0) return error(out, 405, "HTTP 405 Method Not Allowed%s%s", NULL, NULL);
         pthread_mutex_lock(&s->mu);
         int status = cf_sc_service_statements(s, w, body, body_len, out);
+        cf_sc_service_share(s, w); /* what was applied, also when a later statement failed */
         pthread_mutex_unlock(&s->mu);
         return status;
     }

@@ -45,6 +45,22 @@ typedef struct replica {
     int64_t clock;        /* largest write time of the last mutation read: the turn order */
 } replica;
 
+/* A replica's position in a state: everything up to pos of segment seg is
+ * processed (done: all of seg); seg < 0: nothing. */
+typedef struct sc_mark {
+    int64_t seg, pos;
+    bool done;
+} sc_mark;
+
+/* A takeover floor (state.c): copies of tokens in (lo, hi] that are before
+ * m[replica] were processed by the state that owned those tokens; their
+ * results (published, or pending digests) came with the merged state, so
+ * they are not processed again. m has one mark per engine replica. */
+typedef struct sc_floor {
+    int64_t lo, hi;
+    sc_mark *m;
+} sc_floor;
+
 #define CF_SC_LAT_BUCKETS 14
 
 typedef struct sc_counters {
@@ -124,6 +140,11 @@ struct cf_sc_engine {
     int64_t rate_t0_us;
     uint64_t rate_events_at[10];
     int64_t rate_sec;
+    /* takeover floors (cf_sc_engine_restore of a merged state), until every
+     * reader has passed them */
+    sc_floor *floors;
+    size_t nfloors;
+    uint64_t floor_skipped;
     sc_counters st;
 };
 
@@ -131,5 +152,9 @@ uint32_t cf_sc_engine_table_ref(cf_sc_engine *e, const char *ks, const char *nam
 void cf_sc_engine_cleanup_through(cf_sc_engine *e, const char *name, int64_t seg, bool done);
 void cf_sc_engine_observe_latency(cf_sc_engine *e, int64_t us);
 void cf_sc_engine_tick_rate(cf_sc_engine *e);
+/* Was the copy at (seg, pos) of replica rep, token t, processed by the owner
+ * of t in a merged state (a takeover floor)? */
+bool cf_sc_engine_floor_done(cf_sc_engine *e, int rep, int64_t seg, int64_t pos, int64_t t);
+void cf_sc_engine_floors_free(cf_sc_engine *e);
 
 #endif

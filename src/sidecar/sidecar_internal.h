@@ -13,6 +13,8 @@
 #include "cdcflow/sidecar.h"
 #include "cdcflow/sidecar_events.h"
 
+typedef struct cf_sc_cstore cf_sc_cstore;
+
 /* A CQL identifier as a valid Avro name (appended): characters outside
  * [A-Za-z0-9_] become '_', a leading digit (or nothing) gets a '_' before. */
 void cf_sc_avro_name(const char *in, cf_buf *out);
@@ -51,6 +53,15 @@ struct cf_sc_service {
     cf_sc_source *sources;
     size_t n_sources;
     pthread_mutex_t mu;
+    /* the shared configuration (shared.c): with state.store=cassandra */
+    cf_sc_cstore *store;
+    cf_worker *w;              /* while attached */
+    bool store_failing;
+    cf_props *shared;          /* the configs row applied or written last (NULL: none) */
+    int64_t refresh_ms;
+    pthread_t th;
+    bool th_running, th_stop;
+    pthread_cond_t cv;
 };
 
 /* The service configuration the connector gets (new props, the design's
@@ -73,5 +84,43 @@ int cf_sc_service_statements(cf_sc_service *s, cf_worker *w, const char *body, s
 cf_code cf_sc_service_settings(const char *text, size_t len, const char *name, cf_props *settings, cf_err *err);
 /* One design key onto the connector and worker settings (service.c). */
 void cf_sc_service_put(const char *key, const char *value, cf_props *connector, cf_props *worker);
+
+/* The data sources go (rest.c). */
+void cf_sc_service_clear_sources(cf_sc_service *s);
+/* After a change of the service configuration (PUT, DELETE, statements;
+ * holding mu): with state.store=cassandra it is written to <ks>.configs
+ * (shared.c). */
+void cf_sc_service_share(cf_sc_service *s, cf_worker *w);
+/* After a DELETE (holding mu): the settings go; with the shared
+ * configuration this sidecar's own keys (cdc_raw.dirs...) stay, so that the
+ * next configuration another sidecar shares applies here. */
+void cf_sc_service_unconfigured(cf_sc_service *s);
+
+/* The Cassandra state store (cstore.c): the state table and the configs
+ * table of a keyspace (created if missing). */
+typedef struct cf_cql_options cf_cql_options;
+typedef struct cf_sc_cstore_opts {
+    const cf_cql_options *cql; /* the node (copied; its interrupt is not used) */
+    const char *keyspace;      /* NULL: sidecar_internal */
+    const char *replication;   /* a CQL replication map; NULL: SimpleStrategy, replication_factor 1 */
+} cf_sc_cstore_opts;
+/* Connect and create the keyspace and tables if missing. */
+cf_code cf_sc_cstore_open(const cf_sc_cstore_opts *o, cf_sc_cstore **out, cf_err *err);
+void cf_sc_cstore_close(cf_sc_cstore *s); /* NULL-safe */
+const char *cf_sc_cstore_keyspace(const cf_sc_cstore *s);
+/* The rows of job whose ranges overlap owned, merged (cf_sc_state_merge)
+ * into *merged (NULL when there are none; *nrows says how many). */
+cf_code cf_sc_cstore_load(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, cf_value **merged,
+                          size_t *nrows, cf_err *err);
+/* One row per owned range (the whole ring: one), the snapshot restricted to
+ * it, USING TTL (30 days) AND TIMESTAMP (monotonic). */
+cf_code cf_sc_cstore_save(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, const cf_value *snapshot,
+                          cf_err *err);
+/* The configuration of a service (NULL if none; *written is 0: Cassandra
+ * before 5.0 has no WRITETIME of a map), and its replacement (config NULL:
+ * deleted; *written the write time used). */
+cf_code cf_sc_cstore_config_get(cf_sc_cstore *s, const char *service, cf_props **out, int64_t *written, cf_err *err);
+cf_code cf_sc_cstore_config_put(cf_sc_cstore *s, const char *service, const cf_props *config, int64_t *written,
+                                cf_err *err);
 
 #endif

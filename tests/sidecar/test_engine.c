@@ -273,6 +273,92 @@ static void test_restart_from_snapshot(void **state) {
 }
 
 
+/* Takeover (the Cassandra state store's merge): sidecar A owns the lower
+ * half of the ring, B the upper half, both stop part way; C owns the whole
+ * ring and starts from the merge of their stored rows. Every change is
+ * published exactly once by A, B and C together (the floors keep C from
+ * publishing again what A had published while reading from B's earlier
+ * markers); with B's state missing (it never stored one) nothing is lost and
+ * A's changes are still not published twice. */
+static cf_sc_engine *ranged(fixture *f, const char *ranges) {
+    const char *dirs[3] = {f->dirs[0], f->dirs[1], f->dirs[2]};
+    const char *names[3] = {"node1", "node2", "node3"};
+    cf_sc_engine_opts o = {.dirs = dirs, .names = names, .n_dirs = 3, .schema = f->schema, .cl = CF_SC_QUORUM,
+                           .rf = 3, .timeout_ms = 10000, .max_pending = 100000, .once = true, .ranges = ranges,
+                           .now_ms = fake_now, .clock_arg = f};
+    cf_sc_engine *e;
+    cf_err err;
+    if (cf_sc_engine_new(&o, &e, &err)) fail_msg("engine: %s (%s)", err.message, err.detail);
+    return e;
+}
+
+static cf_value *run_part(cf_sc_engine *e, sink *s, int steps) {
+    cf_sc_emitter em = {new_rec, emit, s};
+    cf_err err;
+    size_t n;
+    for (int i = 0; i < steps; i++) {
+        cf_code rc = cf_sc_engine_step(e, &em, 50, &n, &err);
+        if (rc == CF_ERR_EOF) break;
+        assert_int_equal(rc, CF_OK);
+    }
+    return cf_sc_engine_snapshot(e);
+}
+
+static void test_takeover_merge(void **state) {
+    (void)state;
+    sink ref = {0};
+    reference(&ref);
+    const cf_sc_range lower = {INT64_MIN, 0}, upper = {0, INT64_MIN};
+    for (int variant = 0; variant < 3; variant++) {
+        fixture *f = setup3(-1, -1);
+        sink s = {0};
+        cf_sc_engine *a = ranged(f, "(-9223372036854775808,0]");
+        cf_sc_engine *b = ranged(f, "(0,-9223372036854775808]");
+        /* A goes far, B a little (variant 1: the other way round) */
+        cf_value *sa = run_part(a, &s, variant == 1 ? 3 : 40), *sb = run_part(b, &s, variant == 1 ? 40 : 3);
+        cf_sc_engine_destroy(a);
+        cf_sc_engine_destroy(b);
+        cf_value *ra = cf_sc_state_restrict(sa, lower), *rb = cf_sc_state_restrict(sb, upper);
+        cf_sc_state_row rows[2] = {{lower, 100, ra}, {upper, 101, rb}};
+        size_t nrows = variant == 2 ? 1 : 2; /* 2: B stored nothing */
+        if (variant == 2) { /* B's changes are not published: start the sink over with A's only */
+            sink_free(&s);
+            a = ranged(f, "(-9223372036854775808,0]");
+            cf_value_destroy(sa);
+            sa = run_part(a, &s, 40);
+            cf_sc_engine_destroy(a);
+            cf_value_destroy(ra);
+            ra = cf_sc_state_restrict(sa, lower);
+            rows[0].snapshot = ra;
+        }
+        cf_value *merged = NULL;
+        cf_err err;
+        assert_int_equal(cf_sc_state_merge(rows, nrows, NULL, &merged, &err), CF_OK);
+        cf_sc_engine *c = ranged(f, NULL);
+        assert_int_equal(cf_sc_engine_restore(c, merged, &err), CF_OK);
+        /* C stops part way too, and starts again from its own state (the floors ride with it) */
+        cf_value *sc = run_part(c, &s, 5);
+        cf_sc_engine_destroy(c);
+        c = ranged(f, NULL);
+        assert_int_equal(cf_sc_engine_restore(c, sc, &err), CF_OK);
+        assert_int_equal(run(c, &s, 500), CF_ERR_EOF);
+        cf_value *end = cf_sc_engine_snapshot(c);
+        assert_null(cf_value_map_get_str(end, "floors")); /* every reader passed them */
+        assert_same_events(&s, &ref);
+        cf_value_destroy(end);
+        cf_value_destroy(sc);
+        cf_sc_engine_destroy(c);
+        cf_value_destroy(merged);
+        cf_value_destroy(ra);
+        cf_value_destroy(rb);
+        cf_value_destroy(sa);
+        cf_value_destroy(sb);
+        sink_free(&s);
+        teardown(f);
+    }
+    sink_free(&ref);
+}
+
 /* Finished segments leave cdc_raw only once a durable snapshot says so. */
 static void test_cleanup(void **state) {
     (void)state;
@@ -455,6 +541,7 @@ int main(void) {
         cmocka_unit_test(test_three_replicas_once_each),
         cmocka_unit_test(test_missing_segment),
         cmocka_unit_test(test_restart_from_snapshot),
+        cmocka_unit_test(test_takeover_merge),
         cmocka_unit_test(test_cleanup),
         cmocka_unit_test(test_live),
         cmocka_unit_test(test_config_errors),
