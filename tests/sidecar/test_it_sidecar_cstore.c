@@ -222,14 +222,20 @@ static int64_t count_rows(const char *what) {
     return n;
 }
 
-static void test_takeover_live(void **state) {
-    (void)state;
-    live_setup("sctake");
+/* A test's start: the live keyspace TAG, the CLI, a fresh /tmp/TAG_PID. */
+static void test_setup(const char *tag) {
+    live_setup(tag);
     snprintf(cli, sizeof cli, "%s", it_need_env("CF_CLI"));
-    snprintf(tmp, sizeof tmp, "/tmp/sctake_%d", (int)getpid());
+    snprintf(tmp, sizeof tmp, "/tmp/%s_%d", tag, (int)getpid());
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", tmp, tmp);
     assert_int_equal(system(cmd), 0);
+}
+
+static void test_takeover_live(void **state) {
+    (void)state;
+    test_setup("sctake");
+    char cmd[600];
 
     /* 1. two halves */
     pid_t a = start("a1", "(-9223372036854775808,0]"), b = start("b1", "(0,-9223372036854775808]");
@@ -402,12 +408,8 @@ static pid_t start_service(const char *tag, int refresh_ms) {
 
 static void test_shared_config_live(void **state) {
     (void)state;
-    live_setup("scconf");
-    snprintf(cli, sizeof cli, "%s", it_need_env("CF_CLI"));
-    snprintf(tmp, sizeof tmp, "/tmp/scconf_%d", (int)getpid());
+    test_setup("scconf");
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", tmp, tmp);
-    assert_int_equal(system(cmd), 0);
     pid_t s1 = start_service("s1", 300), s2 = start_service("s2", 300);
     int p1 = rest_port("s1"), p2 = rest_port("s2");
     /* a PUT on S1 (its own replica directory with it) */
@@ -564,12 +566,8 @@ static pid_t start_via(const char *tag, int port) { return start_at(tag, "127.0.
 
 static void test_store_down_live(void **state) {
     (void)state;
-    live_setup("scdown");
-    snprintf(cli, sizeof cli, "%s", it_need_env("CF_CLI"));
-    snprintf(tmp, sizeof tmp, "/tmp/scdown_%d", (int)getpid());
+    test_setup("scdown");
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", tmp, tmp);
-    assert_int_equal(system(cmd), 0);
     static proxy px;
     proxy_start(&px);
     pid_t c = start_via("c1", px.port);
