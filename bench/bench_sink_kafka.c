@@ -5,13 +5,19 @@
  *
  *   1. in process: bench_sink's workload (sink_events.h: N events, 200,000
  *      keys, ~20% deletes, JsonConverter bytes) converted, routed and applied
- *      to SQLite in this process: the baseline rate;
+ *      to SQLite in this process: the baseline rate; and bench_sink's bare
+ *      loop of prepared upserts/deletes over the same events (issue 17's
+ *      baseline);
  *   2. the same N events produced to a new one-partition topic, then
  *      `cdcflow run --worker W SINK.json` (cdc-sink into SQLite, every
  *      setting at its default, one task) consumes them: the rate is N over
  *      the time from the first record read (the REST metrics) to the group's
  *      committed offset reaching N (flushed and committed), read by a
  *      librdkafka handle of the bench; the process's peak RSS (VmHWM);
+ *      the consumer's share: the CPU of librdkafka's threads (rdk:*) in the
+ *      worker, and the time librdkafka alone (a consumer of the bench, the
+ *      sink's 8 MB queue bound, every message dropped) takes to read the
+ *      topic, against the run's;
  *   3. freshness: with the worker still running, 2,000 new rows produced at
  *      about 1,000/s; each row's latency is from just before its produce call
  *      to the first poll (every 5 ms) of the table that sees it: p50, p99, max.
@@ -20,7 +26,8 @@
  *                                         binary, default ../cdcflow beside it;
  *                                         BENCH_WORKER="k=v;..." more worker settings,
  *                                         BENCH_SINK="k=v;..." more connector settings)
- * Prints the ratio Kafka / in process (target 0.8) and the p99 (target 1 s).
+ * Prints the ratios Kafka / in process (issue 18) and Kafka / bare loop
+ * (issue 17), target 0.8 each, and the p99 (target 1 s).
  */
 #include <curl/curl.h>
 #include <librdkafka/rdkafka.h>
@@ -111,6 +118,40 @@ static int create_topic(rd_kafka_t *rk, const char *topic) {
     return rc;
 }
 
+/* librdkafka alone reading the topic from its start, every message taken
+ * and dropped, with the queue bound the sink's consumer has by default
+ * (8 MB): the consumer's own part of the Kafka path. Seconds from the first
+ * message to the n-th, or -1. */
+static double bare_consume(const char *bs, const char *topic, size_t n) {
+    char e[512], group[64];
+    snprintf(group, sizeof group, "bench-bare-%d", (int)getpid());
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_conf_set(c, "bootstrap.servers", bs, e, sizeof e);
+    rd_kafka_conf_set(c, "group.id", group, e, sizeof e);
+    rd_kafka_conf_set(c, "queued.max.messages.kbytes", "8192", e, sizeof e);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, e, sizeof e);
+    if (!rk) return -1;
+    rd_kafka_poll_set_consumer(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    size_t got = 0;
+    double t0 = 0, start = now();
+    while (got < n && now() - start < 120) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (!m) continue;
+        if (!m->err) {
+            if (!got) t0 = now();
+            got++;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    double t = got == n ? now() - t0 : -1;
+    rd_kafka_destroy(rk);
+    return t;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -151,6 +192,12 @@ int main(int argc, char **argv) {
     if (run_sink(&so, tg, n, &in)) return 1;
     print_run("in process", &in);
     double rate_in = (double)n / in.total;
+    char bare_db[300];
+    snprintf(bare_db, sizeof bare_db, "%s/bare.db", dir);
+    size_t bare_rows = 0;
+    double t_bare = sqlite_baseline(bare_db, n, 0, &bare_rows);
+    printf("  bare loop, prepared upserts/deletes of every event: %.2f s = %.0f events/s, %zu rows\n", t_bare,
+           n / t_bare, bare_rows);
 
     /* 2. produce, then consume with cdcflow run */
     rd_kafka_t *p = client(RD_KAFKA_PRODUCER, bs, NULL);
@@ -170,6 +217,10 @@ int main(int argc, char **argv) {
     }
     rd_kafka_flush(p, 60000);
     printf("produced %zu events to %s\n", n, topic);
+    double t_cons = bare_consume(bs, topic, n);
+    if (t_cons > 0)
+        printf("librdkafka alone reads them (8 MB queue, messages dropped): %.2f s = %.0f events/s\n", t_cons,
+               n / t_cons);
     char wprops[256], conn[256], logf[256];
     snprintf(wprops, sizeof wprops, "%s/w.properties", dir);
     snprintf(conn, sizeof conn, "%s/sink.json", dir);
@@ -219,11 +270,12 @@ int main(int argc, char **argv) {
     }
     CURL *h = curl_easy_init();
     rd_kafka_t *cq = client(RD_KAFKA_CONSUMER, bs, "connect-bench");
-    double t_first = 0, t_done = 0, t0 = now(), cpu_first = 0;
+    double t_first = 0, t_done = 0, t0 = now(), cpu_first = 0, rdk_first = 0;
     while (now() - t0 < 600) {
         if (!t_first && metric(h, port, "cdcflow_task_records_in_total") > 0) {
             t_first = now();
             cpu_first = bench_proc_cpu_s(pid);
+            rdk_first = bench_threads_cpu_s(pid, "rdk:");
         }
         if (t_first && committed(cq, topic) >= (long long)n) {
             t_done = now();
@@ -239,6 +291,7 @@ int main(int argc, char **argv) {
     double rate_k = (double)n / (t_done - t_first);
     long rss = bench_peak_rss_kb(pid);
     double cpu = bench_proc_cpu_s(pid) - cpu_first;
+    double rdk = bench_threads_cpu_s(pid, "rdk:") - rdk_first;
     double applies = metric(h, port, "cdcflow_sink_applies_total"),
            apply_s = metric(h, port, "cdcflow_sink_apply_seconds_total");
 
@@ -305,7 +358,11 @@ int main(int argc, char **argv) {
     printf("  process CPU %.2f s (%.1f us per event; in process %.1f); %.0f applies, %.2f s in the database (in "
            "process %.2f s in %" PRIu64 "): the database works in its own thread while the task reads on\n",
            cpu, cpu * 1e6 / n, in.total * 1e6 / n, applies, apply_s, in.db, in.applies);
+    printf("  the consumer's share: librdkafka's threads %.2f s of that CPU (%.0f%%); librdkafka alone read the "
+           "topic in %.0f%% of this run's time\n",
+           rdk, cpu > 0 ? 100 * rdk / cpu : 0, t_cons > 0 ? 100 * t_cons / (t_done - t_first) : -1.0);
     printf("ratio Kafka / in process: %.2f (target 0.80)\n", rate_k / rate_in);
+    printf("ratio Kafka / bare loop: %.2f (target 0.80, issue 17)\n", rate_k / (n / t_bare));
     if (nseen)
         printf("change to row (%zu of %d rows at ~1,000/s): p50 %.0f ms, p99 %.0f ms, max %.0f ms (target p99 <= "
                "1000 ms)\n",

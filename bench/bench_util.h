@@ -8,6 +8,7 @@
 #define CF_BENCH_UTIL_H
 
 #include <stdint.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -33,19 +34,48 @@ static inline long bench_peak_rss_kb(pid_t pid) {
     return kb;
 }
 
-/* CPU seconds (user + system) a process has used so far, or -1. */
-static inline double bench_proc_cpu_s(pid_t pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+/* user + system clock ticks of a /proc .../stat file, or -1 (also when
+ * `prefix` is given and the thread's or process's name does not begin with it). */
+static inline long long bench_stat_ticks(const char *path, const char *prefix) {
+    char buf[1024];
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = 0;
-    char *p = strrchr(buf, ')'); /* the command may hold spaces */
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')'); /* the name may hold spaces */
+    if (!open || !close) return -1;
+    if (prefix && strncmp(open + 1, prefix, strlen(prefix)) != 0) return -1;
     unsigned long long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return -1;
+    return (long long)(ut + st);
+}
+
+/* CPU seconds (user + system) a process has used so far, or -1. */
+static inline double bench_proc_cpu_s(pid_t pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    long long t = bench_stat_ticks(path, NULL);
+    return t < 0 ? -1 : (double)t / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds of a process's threads whose name begins with `prefix`
+ * (librdkafka names its threads "rdk:..."), or -1. */
+static inline double bench_threads_cpu_s(pid_t pid, const char *prefix) {
+    char path[300];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    long long sum = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, de->d_name);
+        long long t = bench_stat_ticks(path, prefix);
+        if (t > 0) sum += t;
+    }
+    closedir(d);
+    return (double)sum / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* A whole file in memory (malloc'd, *len bytes); exits the process when it

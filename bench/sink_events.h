@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "../tests/sink/cdc_gen.h"
 #include "cdcflow/convert.h"
@@ -181,6 +184,97 @@ static void print_run(const char *what, const run_result *r) {
     printf("  %s: %zu events in %.2f s = %.0f events/s (conversion %.2f s, routing %.2f s, database %.2f s); "
            "%zu final rows\n",
            what, r->events, r->total, r->events / r->total, r->conv, r->route, r->db, r->rows);
+}
+
+/* ---------------- the SQLite bare loop ----------------
+ * The baseline both benches compare the sink against: every event as a
+ * prepared upsert (INSERT .. ON CONFLICT DO UPDATE) or delete, BATCH per
+ * transaction, WAL, synchronous=NORMAL (final_only: only the final rows, as
+ * perfect compaction would leave them). Returns the seconds; *rows the
+ * table's rows at the end. */
+
+static const char *COLS = "id, email, name, version, score, active, note, qty, created, tag";
+
+static inline void bind_row_sq(sqlite3_stmt *st, const gen_row *w) {
+    sqlite3_bind_int(st, 1, w->id);
+    sqlite3_bind_text(st, 2, w->email, -1, SQLITE_STATIC);
+    w->has_name ? sqlite3_bind_text(st, 3, w->name, -1, SQLITE_STATIC) : sqlite3_bind_null(st, 3);
+    sqlite3_bind_int64(st, 4, w->version);
+    w->has_score ? sqlite3_bind_double(st, 5, w->score) : sqlite3_bind_null(st, 5);
+    sqlite3_bind_int(st, 6, w->active);
+    w->has_note ? sqlite3_bind_text(st, 7, w->note, -1, SQLITE_STATIC) : sqlite3_bind_null(st, 7);
+    w->has_qty ? sqlite3_bind_int(st, 8, w->qty) : sqlite3_bind_null(st, 8);
+    sqlite3_bind_int64(st, 9, w->created);
+    w->has_tag ? sqlite3_bind_text(st, 10, w->tag, -1, SQLITE_STATIC) : sqlite3_bind_null(st, 10);
+}
+
+static inline double sqlite_baseline(const char *path, size_t n, int final_only, size_t *rows) {
+    unlink(path);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, NULL);
+    sqlite3_exec(db,
+                 "CREATE TABLE t (id INTEGER NOT NULL, email TEXT, name TEXT, version INTEGER, score REAL, "
+                 "active BOOLEAN, note TEXT, qty INTEGER, created INTEGER, tag TEXT, PRIMARY KEY (id))",
+                 NULL, NULL, NULL);
+    sqlite3_stmt *up, *del;
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO t (%s) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10) ON CONFLICT (id) DO UPDATE SET "
+             "email=excluded.email, name=excluded.name, version=excluded.version, score=excluded.score, "
+             "active=excluded.active, note=excluded.note, qty=excluded.qty, created=excluded.created, "
+             "tag=excluded.tag",
+             COLS);
+    sqlite3_prepare_v2(db, sql, -1, &up, NULL);
+    sqlite3_prepare_v2(db, "DELETE FROM t WHERE id = ?1", -1, &del, NULL);
+    ops o;
+    ops_init(&o);
+    gen_row *rowsv = NULL;
+    if (final_only) { /* compute the final rows first (not measured) */
+        for (size_t i = 0; i < n; i++) {
+            int d;
+            gen_row r;
+            ops_next(&o, &d, &r);
+        }
+    }
+    double t0 = now();
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    if (final_only) {
+        for (int32_t id = 0; id < KEYS; id++) {
+            if (!o.g.rows[id].present) continue;
+            bind_row_sq(up, &o.g.rows[id]);
+            sqlite3_step(up);
+            sqlite3_reset(up);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            int d;
+            gen_row r;
+            int32_t id = ops_next(&o, &d, &r);
+            if (d) {
+                sqlite3_bind_int(del, 1, id);
+                sqlite3_step(del);
+                sqlite3_reset(del);
+            } else {
+                bind_row_sq(up, &r);
+                sqlite3_step(up);
+                sqlite3_reset(up);
+            }
+            if ((i + 1) % BATCH == 0) sqlite3_exec(db, "COMMIT; BEGIN", NULL, NULL, NULL);
+        }
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    double t = now() - t0;
+    sqlite3_finalize(up), sqlite3_finalize(del);
+    sqlite3_stmt *c;
+    sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1, &c, NULL);
+    sqlite3_step(c);
+    *rows = (size_t)sqlite3_column_int64(c, 0);
+    sqlite3_finalize(c);
+    sqlite3_close(db);
+    free(rowsv);
+    gen_free(&o.g);
+    return t;
 }
 
 #endif
