@@ -173,6 +173,6 @@ cf_code cf_worker_file_in_new(const char *path, cf_msg_in *in, cf_err *err) {
     if (rc) return rc;
     fin *f = cf_xcalloc(1, sizeof *f);
     f->r = r;
-    *in = (cf_msg_in){f, fin_poll, fin_commit, fin_destroy, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    *in = (cf_msg_in){f, fin_poll, fin_commit, fin_destroy, NULL, NULL, NULL, NULL, NULL, NULL, NULL, false};
     return CF_OK;
 }

@@ -114,9 +114,15 @@ typedef struct errlog {
     atomic_bool in_trouble;
 } errlog;
 
+/* A static member's fence: the sink task joins again with a new consumer
+ * (sink_task.c), so it is not an error of its own (the task says what it
+ * does about it). */
+static bool is_fence(const char *text) { return text && strstr(text, "fenced by other consumer"); }
+
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     (void)rk;
-    if (level <= 2) cf_log(CF_LOG_ERROR, COMP, "librdkafka %s: %s", fac, buf);
+    if (level <= 2 && is_fence(buf)) cf_log(CF_LOG_WARN, COMP, "librdkafka %s: %s", fac, buf);
+    else if (level <= 2) cf_log(CF_LOG_ERROR, COMP, "librdkafka %s: %s", fac, buf);
     else CF_DEBUG(COMP, "librdkafka %s: %s", fac, buf);
 }
 
@@ -127,7 +133,7 @@ static void on_error(rd_kafka_t *rk, int code, const char *reason, void *opaque)
     if (code == RD_KAFKA_RESP_ERR__FATAL) {
         char buf[512];
         rd_kafka_fatal_error(rk, buf, sizeof buf);
-        cf_log(CF_LOG_ERROR, COMP, "%s: fatal error: %s", l->name, buf);
+        cf_log(is_fence(buf) ? CF_LOG_WARN : CF_LOG_ERROR, COMP, "%s: fatal error: %s", l->name, buf);
         return;
     }
     atomic_store(&l->in_trouble, true);
@@ -644,6 +650,7 @@ static cf_code cons_fatal(cons *c, cf_err *err) {
     const rd_kafka_conf_t *conf = rd_kafka_conf(c->rk);
     if (rd_kafka_conf_get(conf, "group.instance.id", iid, &iidlen) != RD_KAFKA_CONF_OK) iid[0] = 0;
     cf_err_set(err, CF_ERR_STATE, "the Kafka consumer stopped with a fatal error: %s (%s)", why, rd_kafka_err2name(fe));
+    if (fe == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID && c->self) c->self->fenced = true;
     if (fe == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID)
         cf_err_detail(err, "another consumer joined the group with the same group.instance.id \"%s\"; this one may not "
                            "read any more", iid);
@@ -1006,7 +1013,7 @@ cf_code cf_worker_kafka_in_new(struct cf_worker *w, const char *group, const cha
         return CF_ERR_TRANSPORT;
     }
     c->commit_q = rd_kafka_queue_new(c->rk);
-    *in = (cf_msg_in){c, cons_poll, cons_commit, cons_destroy, cons_pause, cons_lag, NULL, NULL, NULL, NULL, cons_committed};
+    *in = (cf_msg_in){c, cons_poll, cons_commit, cons_destroy, cons_pause, cons_lag, NULL, NULL, NULL, NULL, cons_committed, false};
     return CF_OK;
 }
 

@@ -389,6 +389,69 @@ static cf_code resume_at_start(sinkstate *s, cf_msg_in *in, bool direct, cf_err 
     return rc;
 }
 
+/* The task's consumer of its topics, in the group connect-<connector>. */
+static cf_code kafka_in_new(task *t, cf_msg_in *in, cf_err *err) {
+    conn *c = t->c;
+    char group[512];
+    snprintf(group, sizeof group, "connect-%s", c->name);
+    return cf_worker_kafka_in_new(c->w, group, (const char *const *)c->topics, c->n_topics,
+                                  cf_config_string(c->cfg, "topics.regex"), c->props, in, err);
+}
+
+static void in_bind(sinkstate *s, cf_msg_in *in) {
+    s->in = in;
+    in->on_revoke = on_revoke;
+    in->revoke_arg = s;
+    in->deadline = &s->t->deadline_us;
+    cf_worker_kafka_in_bind(in);
+}
+
+/* A FENCED consumer (its static member, group.instance.id, replaced: seen
+ * after a broker restart with no other member using the id, issue 16's
+ * kill schedules) cannot read any more. What was put is written (its
+ * positions are in the sink; their commit fails and is made by the next
+ * one), and a new consumer joins the group, as a restarted worker would;
+ * the partitions resume where the sink stands. A fence more than
+ * FENCE_MAX times in FENCE_WINDOW_US is another member really using the
+ * id: the task fails with poll's error. Returns false when it did not
+ * join again (s->err says why, the task fails). */
+#define FENCE_MAX 3
+#define FENCE_WINDOW_US (600LL * 1000000)
+static bool rejoin(sinkstate *s, cf_msg_in *in, int64_t fences[FENCE_MAX]) {
+    task *t = s->t;
+    int64_t now = cf_now_us();
+    int recent = 0;
+    for (int i = 0; i < FENCE_MAX; i++)
+        if (fences[i] && now - fences[i] < FENCE_WINDOW_US) recent++;
+    if (recent >= FENCE_MAX) {
+        cf_err_detail(&s->err, "fenced %d times within %lld minutes: another consumer uses this group.instance.id",
+                      FENCE_MAX + 1, FENCE_WINDOW_US / 60000000);
+        return false;
+    }
+    for (int i = 0; i < FENCE_MAX; i++)
+        if (!fences[i] || now - fences[i] >= FENCE_WINDOW_US) {
+            fences[i] = now;
+            break;
+        }
+    CF_WARN(COMP, "connector %s task %d: %s (%s); what was put is written and a new consumer joins the group (fence %d "
+                  "of at most %d within %lld minutes)",
+            t->c->name, t->id, s->err.message, s->err.where, recent + 1, FENCE_MAX, FENCE_WINDOW_US / 60000000);
+    cf_err pe;
+    cf_err_clear(&pe);
+    cf_err_clear(&s->err);
+    if (sink_commit(s, false, &pe)) { /* the write failed: the task fails with it */
+        s->err = pe;
+        return false;
+    }
+    in->on_revoke = NULL; /* nothing to flush in the close: it was just written */
+    in->destroy(in->state);
+    memset(in, 0, sizeof *in);
+    if (kafka_in_new(t, in, &s->err)) return false;
+    in_bind(s, in);
+    in->on_assign = on_assign;
+    return true;
+}
+
 void *cf_sink_task_main(void *arg) {
     task *t = arg;
     conn *c = t->c;
@@ -398,6 +461,7 @@ void *cf_sink_task_main(void *arg) {
     cf_msg_in in = {0};
     bool has_in = false, eof = false, in_pause = false;
     int64_t lag_parts_us = 0; /* when t->lag_parts was last refreshed */
+    int64_t fences[FENCE_MAX] = {0}; /* when the consumer was fenced (rejoin) */
     bool direct = w->mode == MODE_DIRECT && !w->input_file;
     bool background = false; /* the plugin's schedule writes in the background (flight_begin) */
     cf_msg *msgs[SINK_BATCH], *raws[SINK_BATCH], *stash[SINK_BATCH];
@@ -423,21 +487,14 @@ void *cf_sink_task_main(void *arg) {
             eof = true; /* one reader for a file */
         }
     } else if (!direct) {
-        char group[512];
-        snprintf(group, sizeof group, "connect-%s", c->name);
-        if (cf_worker_kafka_in_new(w, group, (const char *const *)c->topics, c->n_topics,
-                                   cf_config_string(c->cfg, "topics.regex"), c->props, &in, &s.err)) {
+        if (kafka_in_new(t, &in, &s.err)) {
             s.failed = true;
             goto out;
         }
         has_in = true;
     }
     if (has_in) {
-        s.in = &in;
-        in.on_revoke = on_revoke;
-        in.revoke_arg = &s;
-        in.deadline = &t->deadline_us;
-        cf_worker_kafka_in_bind(&in);
+        in_bind(&s, &in);
     }
     /* a Schema Registry request in a conversion is abandoned at the stop */
     cf_converter_set_interrupt(t->kconv, &t->stop);
@@ -560,6 +617,14 @@ void *cf_sink_task_main(void *arg) {
             if (s.failed) { /* a commit in a rebalance failed */
                 for (size_t i = 0; i < n; i++) cf_msg_destroy(msgs[i]);
                 break;
+            }
+            if (rc == CF_ERR_STATE && in.fenced) {
+                if (!rejoin(&s, &in, fences)) {
+                    has_in = s.in->state != NULL;
+                    s.failed = true;
+                    break;
+                }
+                continue;
             }
             if (rc == CF_ERR_EOF) eof = true;
             else if (rc == CF_ERR_CORRUPT) {

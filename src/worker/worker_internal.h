@@ -145,6 +145,9 @@ struct cf_msg_in {
      * commit sent without waiting (timeout_ms 0) was answered, and without
      * an error; answers that arrived are read now, nothing is waited for. */
     bool (*committed)(void *state);
+    /* Set by poll when it fails because the consumer was fenced
+     * (FENCED_INSTANCE_ID, a fatal error): the task may make a new one. */
+    bool fenced;
 };
 
 /* ---- record files (files.c) ---- */
