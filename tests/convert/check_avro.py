@@ -94,7 +94,7 @@ def expect_equal(path, exp, got, problems):
 def read(args):
     with open(args.expected) as f:
         expected = json.load(f)
-    sr = SchemaRegistryClient({"url": args.registry})
+    sr = SchemaRegistryClient({"url": args.registry, "timeout": 10})  # no answer: asked again (max.retries)
     de = AvroDeserializer(schema_registry_client=sr)
     c = Consumer({"bootstrap.servers": args.bootstrap, "group.id": f"check-avro-{time.time()}",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})
@@ -153,7 +153,7 @@ def produce(args):
         schema = f.read()
     with open(args.records) as f:
         records = json.load(f)
-    sr = SchemaRegistryClient({"url": args.registry})
+    sr = SchemaRegistryClient({"url": args.registry, "timeout": 10})  # no answer: asked again (max.retries)
     ser = AvroSerializer(schema_registry_client=sr, schema_str=schema)
     p = Producer({"bootstrap.servers": args.bootstrap})
     for r in records:

@@ -22,7 +22,11 @@ VALUE = ('{"type":"record","name":"Value","namespace":"stoptest","fields":[{"nam
 
 def main():
     bootstrap, registry, topic, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    sr = SchemaRegistryClient({"url": registry})
+    # a request the registry never answers is asked again (the client's
+    # max.retries), not waited for forever: once, right after the spare
+    # registry's restart, one hung a CI run for 15 minutes (timeout: None
+    # is confluent-kafka's default)
+    sr = SchemaRegistryClient({"url": registry, "timeout": 10})
     ks = AvroSerializer(schema_registry_client=sr, schema_str=KEY)
     vs = AvroSerializer(schema_registry_client=sr, schema_str=VALUE)
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
