@@ -116,7 +116,8 @@ typedef struct errlog {
 
 /* A static member's fence: the sink task joins again with a new consumer
  * (sink_task.c), so it is not an error of its own (the task says what it
- * does about it). */
+ * does about it). The error callback has the code (rd_kafka_fatal_error);
+ * the log callback has only librdkafka's text, so it goes by that. */
 static bool is_fence(const char *text) { return text && strstr(text, "fenced by other consumer"); }
 
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
@@ -132,8 +133,9 @@ static void on_error(rd_kafka_t *rk, int code, const char *reason, void *opaque)
     if (!l) return;
     if (code == RD_KAFKA_RESP_ERR__FATAL) {
         char buf[512];
-        rd_kafka_fatal_error(rk, buf, sizeof buf);
-        cf_log(is_fence(buf) ? CF_LOG_WARN : CF_LOG_ERROR, COMP, "%s: fatal error: %s", l->name, buf);
+        rd_kafka_resp_err_t fe = rd_kafka_fatal_error(rk, buf, sizeof buf);
+        cf_log(fe == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID ? CF_LOG_WARN : CF_LOG_ERROR, COMP, "%s: fatal error: %s",
+               l->name, buf);
         return;
     }
     atomic_store(&l->in_trouble, true);
@@ -535,6 +537,7 @@ typedef struct cons {
     size_t nrevoked, caprevoked;
     bool kicked;     /* a refill was asked for and no message came since (see refill) */
     unsigned kicks;  /* refills asked for (the bench and the tests read it in the log) */
+    bool paused;     /* the task is paused (cons_pause): what is assigned is paused or resumed to match */
 } cons;
 
 static void revoked_clear(cons *c) {
@@ -574,6 +577,16 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_p
         }
         if (coop) ierr = rd_kafka_incremental_assign(rk, parts);
         else aerr = rd_kafka_assign(rk, parts);
+        /* What is given takes the task's pause state, as in a Connect task
+         * (WorkerSinkTask pauses what it is given while paused). Both ways
+         * matter: librdkafka fetches a partition new to this handle at once,
+         * paused task or not; and it keeps the pause of a partition that was
+         * paused when it was taken away, so a partition that comes back after
+         * a pause, a rebalance and a resume was never read again. */
+        if (!ierr && !aerr) {
+            if (c->paused) rd_kafka_pause_partitions(rk, parts);
+            else rd_kafka_resume_partitions(rk, parts);
+        }
     } else {
         /* give nothing away before what was read from it is flushed and committed */
         CF_INFO(COMP, "%s: %d partitions revoked%s: flushing and committing first", c->log.name, parts->cnt,
@@ -636,11 +649,14 @@ static void refill(cons *c) {
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* A fatal error of the consumer (librdkafka's: the handle cannot go on, for
- * example FENCED_INSTANCE_ID when a static member, group.instance.id, was
- * replaced by another one with the same id) fails the task, as it fails a
- * Connect task: it used to be only logged, and the task stayed RUNNING
- * while reading nothing (seen in the kill schedules, issue 16). */
+/* A fatal error of the consumer (librdkafka's: the handle cannot go on)
+ * ends this consumer: it used to be only logged, and the task stayed
+ * RUNNING while reading nothing (seen in the kill schedules, issue 16).
+ * FENCED_INSTANCE_ID (a static member, group.instance.id, replaced by one
+ * with the same id; also seen after broker restarts with no other member)
+ * sets `fenced`: the sink task makes a new consumer and joins again, and
+ * fails only when fences repeat (sink_task.c rejoin). Any other fatal error
+ * fails the task, as it fails a Connect task. */
 static cf_code cons_fatal(cons *c, cf_err *err) {
     char why[512];
     rd_kafka_resp_err_t fe = rd_kafka_fatal_error(c->rk, why, sizeof why);
@@ -822,6 +838,7 @@ static cf_code cons_commit(void *st, const cf_tp_pos *pos, size_t n, int timeout
 
 static void cons_pause(void *st, bool paused) {
     cons *c = st;
+    c->paused = paused;
     rd_kafka_topic_partition_list_t *l = NULL;
     if (rd_kafka_assignment(c->rk, &l) || !l) return;
     if (paused) rd_kafka_pause_partitions(c->rk, l);

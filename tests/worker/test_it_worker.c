@@ -232,13 +232,23 @@ static void two_workers_rebalance(const char *tag, const char *strategy, bool b_
     runner ra = {.w = a};
     pthread_create(&ra.th, NULL, run_thread, &ra);
     /* worker A has the whole group and did part of the work: B joins now,
-     * so A must give partitions away in the middle of the stream */
+     * so A must give partitions away in the middle of the stream. A is
+     * paused until B has put records: else A could finish the stream
+     * before B is given anything (B's start and the group's rebalance take
+     * 4-5 s, about what A needs for the rest: a CI run saw "worker B put
+     * 0"). A paused sink stays in the group, so the rebalance runs; its
+     * partitions are given back paused (test_kafka_mock). */
     assert_true(wait_durable(3000, 120));
     assert_true(durable_count() < N);
+    assert_int_equal(cf_worker_pause_connector(a, conn, NULL), CF_OK);
     cf_worker *b = start_worker_with(otopic, strategy ? extra : NULL);
     add_kv(b, sink_cfg);
     runner rb = {.w = b};
     pthread_create(&rb.th, NULL, run_thread, &rb);
+    for (int i = 0; i < 1200 && records_out(b, conn) == 0; i++) usleep(100 * 1000);
+    assert_true(records_out(b, conn) > 0);
+    assert_true(durable_count() < N);
+    assert_int_equal(cf_worker_resume_connector(a, conn, NULL), CF_OK);
     uint64_t nb = 0;
     if (b_leaves) {
         /* B works a while next to A (A commits its own progress meanwhile), then leaves */

@@ -506,6 +506,123 @@ static void test_sticky_skips_leaderless(void **state) {
     mock_destroy(m);
 }
 
+/* ---- a paused sink's consumer stays paused through a rebalance ----
+ * Connect's WorkerSinkTask pauses the partitions it is given while the task
+ * is paused; librdkafka starts fetching a newly assigned partition at once,
+ * paused or not. Consumer B reads the topic first; A joins and takes one
+ * partition, then pauses; B leaves, so A is given a partition it never had:
+ * A's polls must return nothing until it resumes (then everything comes). */
+static void produce_to(const char *bs, const char *topic, int32_t part, int n) {
+    char errstr[256];
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    rd_kafka_conf_set(c, "bootstrap.servers", bs, errstr, sizeof errstr);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof errstr);
+    assert_non_null(rk);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(part),
+                                           RD_KAFKA_V_VALUE("v", 1), RD_KAFKA_V_END),
+                         0);
+    assert_int_equal(rd_kafka_flush(rk, 10000), 0);
+    rd_kafka_destroy(rk);
+}
+
+/* per: NULL or counts per partition (0 and 1) */
+static size_t poll_count_per(cf_msg_in *in, int ms, size_t *per) {
+    size_t got = 0;
+    cf_msg *m[64];
+    for (int64_t end = cf_now_us() + (int64_t)ms * 1000; cf_now_us() < end;) {
+        size_t n = 0;
+        cf_err err;
+        assert_cf_ok(in->poll(in->state, m, 64, &n, 50, &err), &err);
+        for (size_t i = 0; i < n; i++) {
+            if (per && m[i]->partition >= 0 && m[i]->partition < 2) per[m[i]->partition]++;
+            cf_msg_destroy(m[i]);
+        }
+        got += n;
+    }
+    return got;
+}
+
+static size_t poll_count(cf_msg_in *in, int ms) { return poll_count_per(in, ms, NULL); }
+
+static size_t assigned(cf_msg_in *in) {
+    cf_tp_lag *parts = NULL;
+    size_t n = 0;
+    in->lag(in->state, &parts, &n);
+    cf_tp_lag_free(parts, n);
+    return n;
+}
+
+static void test_paused_through_rebalance(void **state) {
+    (void)state;
+    mock m = mock_new();
+    const char *bs = rd_kafka_mock_cluster_bootstraps(m.mc);
+    assert_int_equal(rd_kafka_mock_topic_create(m.mc, "pz", 2, 1), 0);
+    produce_to(bs, "pz", 0, 10);
+    produce_to(bs, "pz", 1, 10);
+    /* the mock coordinator waits a session timeout for members to rejoin */
+    cf_props *wp = base_props(bs, "1");
+    cf_props_set(wp, "consumer.session.timeout.ms", "6000");
+    cf_props_set(wp, "consumer.heartbeat.interval.ms", "300");
+    cf_worker *w = start_worker_props(wp);
+    const char *const topics[] = {"pz"};
+    cf_msg_in a = {0}, b = {0};
+    cf_err err;
+    assert_cf_ok(cf_worker_kafka_in_new(w, "connect-pz", topics, 1, NULL, NULL, &b, &err), &err);
+    cf_worker_kafka_in_bind(&b);
+    size_t nb = 0;
+    for (int i = 0; i < 300 && nb < 20; i++) nb += poll_count(&b, 100);
+    assert_int_equal(nb, 20);
+    /* A joins: the group is split, A reads its partition */
+    assert_cf_ok(cf_worker_kafka_in_new(w, "connect-pz", topics, 1, NULL, NULL, &a, &err), &err);
+    cf_worker_kafka_in_bind(&a);
+    size_t na = 0;
+    int64_t t0 = cf_now_us();
+    for (int i = 0; i < 1200 && (assigned(&a) != 1 || assigned(&b) != 1 || na == 0); i++)
+        na += poll_count(&a, 50), poll_count(&b, 50);
+    fprintf(stderr, "split after %.1f s\n", (cf_now_us() - t0) / 1e6);
+    assert_int_equal(assigned(&a), 1);
+    assert_int_equal(na, 10); /* nothing was committed: A read its partition from the start */
+    a.pause(a.state, true);
+    /* B leaves: A is given the other partition while paused */
+    b.destroy(b.state);
+    produce_to(bs, "pz", 0, 5);
+    produce_to(bs, "pz", 1, 5);
+    size_t paused_got = 0;
+    t0 = cf_now_us();
+    for (int i = 0; i < 1200 && assigned(&a) != 2; i++) paused_got += poll_count(&a, 100);
+    fprintf(stderr, "A has both after %.1f s\n", (cf_now_us() - t0) / 1e6);
+    assert_int_equal(assigned(&a), 2);
+    paused_got += poll_count(&a, 2000);
+    assert_int_equal(paused_got, 0);
+    a.pause(a.state, false);
+    na = 0;
+    for (int i = 0; i < 300 && na < 30; i++) na += poll_count(&a, 100);
+    assert_int_equal(na, 30); /* both partitions from the start (nothing committed) */
+    /* A pauses with both; C joins and takes one; A resumes; C leaves: the
+     * partition that comes back to A was paused when it was taken away, and
+     * must be read now */
+    a.pause(a.state, true);
+    cf_msg_in c = {0};
+    assert_cf_ok(cf_worker_kafka_in_new(w, "connect-pz", topics, 1, NULL, NULL, &c, &err), &err);
+    cf_worker_kafka_in_bind(&c);
+    for (int i = 0; i < 1200 && (assigned(&a) != 1 || assigned(&c) != 1); i++)
+        paused_got += poll_count(&a, 50), poll_count(&c, 50);
+    assert_int_equal(assigned(&a), 1);
+    assert_int_equal(paused_got, 0);
+    a.pause(a.state, false);
+    c.destroy(c.state);
+    produce_to(bs, "pz", 0, 5);
+    produce_to(bs, "pz", 1, 5);
+    size_t per[2] = {0, 0};
+    for (int i = 0; i < 1200 && (assigned(&a) != 2 || per[0] < 20 || per[1] < 20); i++) poll_count_per(&a, 100, per);
+    fprintf(stderr, "after the second rebalance A read %zu + %zu\n", per[0], per[1]);
+    assert_true(per[0] >= 20 && per[1] >= 20); /* nothing committed: each partition's 20 from the start */
+    a.destroy(a.state);
+    cf_worker_destroy(w);
+    mock_destroy(m);
+}
+
 int main(void) {
     cf_log_setup(getenv("CF_TEST_VERBOSE") ? CF_LOG_DEBUG : CF_LOG_WARN, CF_LOG_TEXT, stderr);
     const struct CMUnitTest tests[] = {
@@ -513,6 +630,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_source_batches_when_queue_full, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dead_letter_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_resume_sink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_paused_through_rebalance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_down_backoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partition_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sticky_skips_leaderless, setup, teardown),
