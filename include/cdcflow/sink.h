@@ -178,6 +178,10 @@ typedef struct cf_sink_options {
      * schema files (the sidecar's schema.files) that tell sets from lists
      * and static columns; NULL: from the events alone */
     const char *cassandra_schema;
+    /* target=bigquery: the local SQLite file that keeps Cassandra change
+     * events' partition states (BigQuery cannot hold them in a transaction
+     * with the rows); NULL/"": "cdcflow-cassandra-state.db" */
+    const char *cassandra_state_file;
     /* Apply in a writer thread while the next batch is routed (see
      * cf_sink_flush_begin); only where the target allows it
      * (cf_sink_target.writer_thread) and without max_staleness_s. Off:

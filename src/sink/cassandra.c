@@ -22,7 +22,9 @@
  *   which never decreases, so the engine's "newer or equal wins" lets each
  *   recomputed row through. The state lives in "_cdc_cassandra_state" (one
  *   blob per partition, target functions state_get/state_put) and commits
- *   in the same transaction as the rows it produced.
+ *   in the same transaction as the rows it produced (SQLite, PostgreSQL);
+ *   BigQuery's target keeps it in a local SQLite file committed only after
+ *   BigQuery acknowledged the rows (bq_target.c, CASSANDRA STATE).
  *
  * WHAT IS EXACT AND WHAT IS NOT (docs/formats.md, "Cassandra change events
  * in cdc-sink")
@@ -1169,8 +1171,8 @@ cf_code sk_cass_route(cf_sink *s, sk_cass *c, const cf_record *rec, cf_err *err)
     if (!tg->state_get || !tg->state_put) {
         cf_err_set(err, CF_ERR_CONFIG, "target %s cannot apply Cassandra change events", tg->name);
         cf_err_detail(err, "Cassandra's semantics need the row state of every partition next to the tables "
-                           "(\"_cdc_cassandra_state\"); only SQLite and PostgreSQL keep it");
-        cf_err_hint(err, "use target sqlite or postgres for cassandra-cdc topics");
+                           "(\"_cdc_cassandra_state\"); targets sqlite, postgres and bigquery keep it");
+        cf_err_hint(err, "use target sqlite, postgres or bigquery for cassandra-cdc topics");
         return CF_ERR_CONFIG;
     }
     const cf_value *ev = rec->value;

@@ -241,6 +241,12 @@ static const cf_cfg_def sink_defs[] = {
       "source's `schema.files`), so that a set is a set (elements by value, in Cassandra's order) and static "
       "columns are known. Without them an array column is taken as a list (docs/formats.md). Debezium topics "
       "ignore it."),
+    D("cassandra.state.file", CF_CFG_STRING, "cdcflow-cassandra-state.db", false, NULL, false, 0, 0, NULL,
+      CF_IMPORTANCE_MEDIUM, "CDC",
+      "target=bigquery: the local SQLite file that keeps the partition states of Cassandra change events (table "
+      "`_cdc_cassandra_state`; targets sqlite and postgres keep it next to the tables). A flush's states are "
+      "committed there only after BigQuery acknowledged the flush's rows. Keep it with the worker (a lost file "
+      "makes later events merge into empty states); one file per connector unless their table names differ."),
     D("mergeIntervalMs", CF_CFG_LONG, "250", false, NULL, true, -1, 86400000, NULL, CF_IMPORTANCE_MEDIUM, "CDC",
       "How often (ms) what was read is written to the tables, counted from the first change buffered since the "
       "last write (kcbq's name; its default is a minute): a change is in its table within about this plus the "
@@ -469,6 +475,7 @@ static size_t resolve(const cf_config *c, resolved *r, cf_buf *pb, cf_err *first
     bool dbz = r->fl == FL_DEBEZIUM_JDBC;
     o->target = cf_config_string(c, "target");
     o->sqlite_path = cf_config_string(c, "sqlite.path");
+    o->cassandra_state_file = cf_config_string(c, "cassandra.state.file");
     o->pg_conninfo = cf_config_string(c, "connection.url");
     o->pg_user = cf_config_string(c, "connection.username");
     o->pg_password = cf_config_string(c, "connection.password");
