@@ -20,6 +20,7 @@
 #     second table's AppendRows with PERMISSION_DENIED once): the run fails, the first table's
 #     rows are in BigQuery and the state file holds no state (committed only after every
 #     row of the flush was acknowledged); the run again from the start gives the exact tables.
+#     The same with the process killed (SIGKILL) while the second table's answer is held back.
 #  6. every CQL type (v8-lz4-rollover, table all_types: collections, UDTs, tuples, vectors,
 #     statics) and the timeuuid range deletion of cassandra_order_events.py.
 set -euo pipefail
@@ -125,6 +126,27 @@ check "... and no partition state was committed ($n_st)" "[[ $n_st -eq 0 ]]"
 check "run again from the start: exit 0" "run e q.jsonl || { tail -5 e.err; false; }"
 check "... every table equals Cassandra's" "cass ds4 $c q.jsonl"
 check "... and the in-order run's rows" "dump ds4 $TABLES | diff - ds1.rows"
+
+# 5b. the same with SIGKILL: the double holds the second table's AppendRows answer for 6 s;
+# once the first table's rows are in, the process is killed
+curl -sf -X POST "$HTTP/_test/faults" -H 'Content-Type: application/json' -d \
+  '{"rpc": "AppendRows", "table": "cdcflow-test.ds7.cdcks_users", "action": "delay", "seconds": 6, "times": 1}' \
+  > /dev/null || fail "fault rule"
+conf k ds7 k.state "$SCHEMA" '{"batchMaxRecords": "100000", "mergeIntervalMs": "-1"}'
+env -u GOOGLE_APPLICATION_CREDENTIALS HOME="$W/home" "$CLI" run k.json --input q.jsonl 2> k.err &
+KPID=$!
+for _ in $(seq 200); do
+  [[ $(dump ds7 cdcks_events 2>/dev/null | wc -l) -gt 0 ]] && break
+  sleep 0.1
+done
+kill -9 "$KPID"; wait "$KPID" 2>/dev/null || true
+n_ev=$(dump ds7 cdcks_events | wc -l)
+n_st=$(sqlite3 k.state 'SELECT count(*) FROM _cdc_cassandra_state' 2>/dev/null || echo 0)
+check "SIGKILL after the first table's rows were acknowledged ($n_ev rows): no state committed ($n_st)" \
+  "[[ $n_ev -gt 0 && $n_st -eq 0 ]]"
+check "run again from the start: exit 0" "run k q.jsonl || { tail -5 k.err; false; }"
+check "... every table equals Cassandra's" "cass ds7 $c q.jsonl"
+check "... and the in-order run's rows" "dump ds7 $TABLES | diff - ds1.rows"
 
 # 6. every CQL type, and a range deletion on a timeuuid clustering column
 f=v8-lz4-rollover
