@@ -339,6 +339,17 @@ static cf_code bq_state_put(void *state, const char *space, const void *key, siz
             return state_err(q, err, "beginning a transaction");
         q->st_tx = true;
     }
+    if (vlen == 0) { /* nothing left in the partition */
+        sqlite3_stmt *d = NULL;
+        if (sqlite3_prepare_v2(q->sdb, "DELETE FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
+                                       "\"partition_key\" = ?2", -1, &d, NULL) != SQLITE_OK)
+            return state_err(q, err, "preparing a state removal");
+        sqlite3_bind_text(d, 1, space, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(d, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
+        int r = sqlite3_step(d);
+        sqlite3_finalize(d);
+        return r == SQLITE_DONE ? CF_OK : state_err(q, err, "removing a partition state");
+    }
     sqlite3_stmt *st = q->st_put;
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
