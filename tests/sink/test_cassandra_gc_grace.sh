@@ -26,17 +26,7 @@ for i in 1 2 3; do cp -r "$DATA/$c/node$i/cdc_raw" "$T/n$i"; done
 "$CLI" cassandra sidecar --schema "$DATA/$c/schema.cql" --replica "$T/n1" --replica "$T/n2" --replica "$T/n3" \
   --rf 3 --consistency QUORUM --once --output "$T/q.jsonl" --offsets "$T/q.offsets" 2> "$T/q.err" ||
   { cat "$T/q.err"; exit 1; }
-python3 - "$T/q.jsonl" "$T/s.jsonl" <<'EOF'
-import json, sys
-lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-t0 = min(json.loads(r["payload"])["payload"]["timestampMicros"] for r in lines)
-with open(sys.argv[2], "w") as out:
-    for r in lines:
-        env = json.loads(r["payload"])
-        env["payload"]["timestampMicros"] = t0 + (env["payload"]["timestampMicros"] - t0) * 10000
-        r["payload"] = json.dumps(env)
-        out.write(json.dumps(r) + "\n")
-EOF
+python3 "$TESTS/sink/cassandra_stretch_ts.py" "$T/q.jsonl" "$T/s.jsonl" 10000
 # sink NAME GRACE [FILE]: one flush for the whole file (the newest timestamp is the file's)
 sink() {
   printf '{"name":"%s","config":{"connector.class":"cdc-sink","topics":"cdcks.users,cdcks.events","sqlite.path":"%s","key.converter":"json","value.converter":"json","cassandra.schema.files":"%s","batchMaxRecords":"100000","mergeIntervalMs":"-1"%s}}\n' \
