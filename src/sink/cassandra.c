@@ -24,7 +24,11 @@
  *   blob per partition, target functions state_get/state_put) and commits
  *   in the same transaction as the rows it produced (SQLite, PostgreSQL);
  *   BigQuery's target keeps it in a local SQLite file committed only after
- *   BigQuery acknowledged the rows (bq_target.c, CASSANDRA STATE).
+ *   BigQuery acknowledged the rows (bq_target.c, CASSANDRA STATE). When a
+ *   partition's state is written, deletions older than
+ *   cassandra.gc.grace.seconds before the newest event timestamp seen are
+ *   dropped with the data they shadow (part_purge), as Cassandra's
+ *   compaction does past gc_grace_seconds, zombie caveat included.
  *
  * WHAT IS EXACT AND WHAT IS NOT (docs/formats.md, "Cassandra change events
  * in cdc-sink")
