@@ -68,9 +68,11 @@ EOF
 zsink() { sed "s/\"name\":\"$1\"/\"name\":\"$1z\"/" "$T/$1.json" > "$T/$1z.json"
           "$CLI" run "$T/$1z.json" --input "$T/z.jsonl" 2> "$T/$1z.err"; }
 rows() { sqlite3 "$T/$1.db" "SELECT * FROM cdcks_users ORDER BY id; SELECT * FROM cdcks_events ORDER BY 1, 2, 3"; }
-rows never > "$T/never.rows"; rows g1000 > "$T/g1000.rows"
+blob9() { sqlite3 "$T/$1.db" "SELECT hex(state) FROM _cdc_cassandra_state WHERE table_name || ':' || hex(partition_key) = '$k9'"; }
+rows never > "$T/never.rows"; b9=$(blob9 never)
 check "late old copies ($(wc -l < "$T/z.jsonl") events of id 9), grace -1: exit 0" "zsink never"
-check "... the deletion in the state shadows them: no row changes" "rows never | cmp -s - $T/never.rows"
+check "... the deletion in the state shadows them: no row changes, id 9's state unchanged" \
+  "rows never | cmp -s - $T/never.rows && [[ -n '$b9' && \"\$(blob9 never)\" == '$b9' ]]"
 check "late old copies, grace 1000 s: exit 0" "zsink g1000"
 check "... id 9's state is back from its old writes (the deletion was forgotten: Cassandra's zombie)" \
   "keys g1000 | grep -qx '$k9'"
