@@ -180,7 +180,9 @@ typedef struct cf_sink_options {
     const char *cassandra_schema;
     /* target=bigquery: the local SQLite file that keeps Cassandra change
      * events' partition states (BigQuery cannot hold them in a transaction
-     * with the rows); NULL/"": "cdcflow-cassandra-state.db" */
+     * with the rows); NULL/"": "cdcflow-cassandra-state-<consumer>.db"
+     * (characters other than [A-Za-z0-9._-] of consumer as '_'), without
+     * a consumer "cdcflow-cassandra-state.db" */
     const char *cassandra_state_file;
     /* Cassandra change events: deletions (and partition states holding
      * nothing else) older than this many seconds before the newest event

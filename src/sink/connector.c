@@ -249,12 +249,14 @@ static const cf_cfg_def sink_defs[] = {
       "with the data they shadow, and a state left with nothing is removed. As in Cassandra, a copy of a write "
       "older than a dropped deletion that arrives after it (a replica's copy later than gc_grace_seconds) comes "
       "back (a zombie). -1: never drop."),
-    D("cassandra.state.file", CF_CFG_STRING, "cdcflow-cassandra-state.db", false, NULL, false, 0, 0, NULL,
-      CF_IMPORTANCE_MEDIUM, "CDC",
+    D("cassandra.state.file", CF_CFG_STRING, "", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "CDC",
       "target=bigquery: the local SQLite file that keeps the partition states of Cassandra change events (table "
       "`_cdc_cassandra_state`; targets sqlite and postgres keep it next to the tables). A flush's states are "
-      "committed there only after BigQuery acknowledged the flush's rows. Keep it with the worker (a lost file "
-      "makes later events merge into empty states); one file per connector unless their table names differ."),
+      "committed there only after BigQuery acknowledged the flush's rows. Empty: "
+      "`cdcflow-cassandra-state-<connector name>.db` in the working directory (characters other than letters, "
+      "digits, `.`, `-`, `_` as `_`), shared by the connector's tasks. Keep it with the worker (a lost file makes "
+      "later events merge into empty states); never one file for two connectors whose table names collide "
+      "(states are keyed by table name, not dataset)."),
     D("mergeIntervalMs", CF_CFG_LONG, "250", false, NULL, true, -1, 86400000, NULL, CF_IMPORTANCE_MEDIUM, "CDC",
       "How often (ms) what was read is written to the tables, counted from the first change buffered since the "
       "last write (kcbq's name; its default is a minute): a change is in its table within about this plus the "

@@ -172,8 +172,21 @@ static cf_code bq_open(const cf_sink_options *o, void **state, cf_err *err) {
     if (q->max_bytes > 10000000 - 4096) q->max_bytes = 10000000 - 4096; /* BigQuery: a request under 10 MB */
     q->inflight = b->inflight > 0 ? b->inflight : 4;
     q->timeout_ms = b->timeout_ms > 0 ? b->timeout_ms : 60000;
-    q->state_path = cf_xstrdup(o->cassandra_state_file && *o->cassandra_state_file ? o->cassandra_state_file
-                                                                                   : "cdcflow-cassandra-state.db");
+    if (o->cassandra_state_file && *o->cassandra_state_file) q->state_path = cf_xstrdup(o->cassandra_state_file);
+    else { /* one file per connector: states are keyed by table name, not by dataset */
+        cf_buf p = CF_BUF_INIT;
+        cf_buf_append_str(&p, "cdcflow-cassandra-state");
+        if (o->consumer && *o->consumer) {
+            cf_buf_append_byte(&p, '-');
+            for (const char *c = o->consumer; *c; c++)
+                cf_buf_append_byte(&p, (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                                               *c == '-' || *c == '_' || *c == '.'
+                                           ? *c
+                                           : '_');
+        }
+        cf_buf_append_str(&p, ".db");
+        q->state_path = cf_buf_detach(&p, NULL);
+    }
     q->storage = cf_xstrdup(b->storage_endpoint && *b->storage_endpoint ? b->storage_endpoint
                                                                         : "bigquerystorage.googleapis.com:443");
     /* configuration first: no credentials are looked at (and no server

@@ -36,7 +36,7 @@ failed=0
 fail() { echo "FAIL: $*" >&2; [[ -f double.log ]] && tail -20 double.log >&2; exit 1; }
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; failed=1; fi; }
 
-DS="ds1 ds2 ds3 ds4 ds5 ds6 ds7"
+DS="ds1 ds2 ds3 ds4 ds5 ds6 ds7 ds8"
 bqd_start --no-auth $(for d in $DS; do printf -- '--dataset cdcflow-test.%s ' "$d"; done)
 HTTP=$("$PY" -c 'import json; print(json.load(open("ready.json"))["http"])')
 
@@ -85,6 +85,12 @@ check "in order: every table equals the SQLite target's" "vs_sqlite ds1 lite.db 
 check "the partition states are in cassandra.state.file" \
   "[[ \$(sqlite3 a.state 'SELECT count(*) FROM _cdc_cassandra_state') -gt 0 ]]"
 dump ds1 $TABLES > ds1.rows
+# no cassandra.state.file: one file per connector in the working directory
+conf dflt ds8 "" "$SCHEMA"
+check "no cassandra.state.file: exit 0" "run dflt q.jsonl || { tail -5 dflt.err; false; }"
+check "... the states are in ./cdcflow-cassandra-state-dflt.db" \
+  "[[ \$(sqlite3 cdcflow-cassandra-state-dflt.db 'SELECT count(*) FROM _cdc_cassandra_state') -gt 0 ]]"
+check "... and the tables equal the in-order run's" "dump ds8 $TABLES | diff - ds1.rows"
 
 # 2. a full redelivery (another connector name: read from the start) into the same tables and state
 sed 's/"name": "a"/"name": "a2"/' a.json > a2.json
