@@ -178,6 +178,17 @@ typedef struct cf_sink_options {
      * schema files (the sidecar's schema.files) that tell sets from lists
      * and static columns; NULL: from the events alone */
     const char *cassandra_schema;
+    /* target=bigquery: the local SQLite file that keeps Cassandra change
+     * events' partition states (BigQuery cannot hold them in a transaction
+     * with the rows); NULL/"": "cdcflow-cassandra-state-<consumer>.db"
+     * (characters other than [A-Za-z0-9._-] of consumer as '_'), without
+     * a consumer "cdcflow-cassandra-state.db" */
+    const char *cassandra_state_file;
+    /* Cassandra change events: deletions (and partition states holding
+     * nothing else) older than this many seconds before the newest event
+     * timestamp seen are dropped from the state (Cassandra's
+     * gc_grace_seconds); < 0: never */
+    int64_t cassandra_gc_grace_s;
     /* Apply in a writer thread while the next batch is routed (see
      * cf_sink_flush_begin); only where the target allows it
      * (cf_sink_target.writer_thread) and without max_staleness_s. Off:
@@ -332,7 +343,8 @@ typedef struct cf_sink_target {
      * key) in the table "_cdc_cassandra_state": state_get reads it outside a
      * transaction (*found false when there is none; the table is created on
      * first use), state_put inserts or replaces it inside the transaction
-     * begin() opened, so the state and the rows it produced commit together. */
+     * begin() opened, so the state and the rows it produced commit together;
+     * vlen 0 removes the partition's state (nothing left in it). */
     cf_code (*state_get)(void *state, const char *space, const void *key, size_t klen, cf_buf *out, bool *found,
                          cf_err *err);
     cf_code (*state_put)(void *state, const char *space, const void *key, size_t klen, const void *val, size_t vlen,

@@ -22,7 +22,13 @@
  *   which never decreases, so the engine's "newer or equal wins" lets each
  *   recomputed row through. The state lives in "_cdc_cassandra_state" (one
  *   blob per partition, target functions state_get/state_put) and commits
- *   in the same transaction as the rows it produced.
+ *   in the same transaction as the rows it produced (SQLite, PostgreSQL);
+ *   BigQuery's target keeps it in a local SQLite file committed only after
+ *   BigQuery acknowledged the rows (bq_target.c, CASSANDRA STATE). When a
+ *   partition's state is written, deletions older than
+ *   cassandra.gc.grace.seconds before the newest event timestamp seen are
+ *   dropped with the data they shadow (part_purge), as Cassandra's
+ *   compaction does past gc_grace_seconds, zombie caveat included.
  *
  * WHAT IS EXACT AND WHAT IS NOT (docs/formats.md, "Cassandra change events
  * in cdc-sink")
@@ -142,6 +148,8 @@ struct sk_cass {
     cs_part **ht;
     size_t htcap, nparts;
     uint64_t list_removals_unapplied;
+    int64_t newest;   /* the newest event timestamp seen (TS_NONE: none yet) */
+    int64_t grace_us; /* cassandra.gc.grace.seconds in microseconds; < 0: never purge */
 };
 
 /* ---------------- cells ---------------- */
@@ -1120,6 +1128,10 @@ bool sk_cass_is_event(const cf_record *rec) {
 
 sk_cass *sk_cass_new(const cf_sink_options *o, cf_err *err) {
     sk_cass *c = cf_xcalloc(1, sizeof *c);
+    c->newest = TS_NONE;
+    c->grace_us = o->cassandra_gc_grace_s < 0 ? -1
+                  : o->cassandra_gc_grace_s > INT64_MAX / 1000000 ? INT64_MAX
+                                                                 : o->cassandra_gc_grace_s * 1000000;
     if (o->cassandra_schema && *o->cassandra_schema) {
         c->schema = cf_cass_schema_new();
         char *list = cf_xstrdup(o->cassandra_schema), *save = NULL;
@@ -1169,8 +1181,8 @@ cf_code sk_cass_route(cf_sink *s, sk_cass *c, const cf_record *rec, cf_err *err)
     if (!tg->state_get || !tg->state_put) {
         cf_err_set(err, CF_ERR_CONFIG, "target %s cannot apply Cassandra change events", tg->name);
         cf_err_detail(err, "Cassandra's semantics need the row state of every partition next to the tables "
-                           "(\"_cdc_cassandra_state\"); only SQLite and PostgreSQL keep it");
-        cf_err_hint(err, "use target sqlite or postgres for cassandra-cdc topics");
+                           "(\"_cdc_cassandra_state\"); targets sqlite, postgres and bigquery keep it");
+        cf_err_hint(err, "use target sqlite, postgres or bigquery for cassandra-cdc topics");
         return CF_ERR_CONFIG;
     }
     const cf_value *ev = rec->value;
@@ -1187,6 +1199,7 @@ cf_code sk_cass_route(cf_sink *s, sk_cass *c, const cf_record *rec, cf_err *err)
         return CF_ERR_SCHEMA;
     }
     int64_t ts = tsv->u.i;
+    c->newest = max64(c->newest, ts);
     cs_tab *t;
     cf_code rc = tab_for(s, c, rec, env, ks, tn, &t, err);
     if (rc) return rc;
@@ -1354,6 +1367,84 @@ cf_code sk_cass_route(cf_sink *s, sk_cass *c, const cf_record *rec, cf_err *err)
     return rc;
 }
 
+/* ---------------- purging past gc_grace_seconds ---------------- */
+
+static void col_free(cs_col *c) {
+    free(c->name);
+    cell_free(&c->v);
+    for (size_t e = 0; e < c->nel; e++) {
+        cell_free(&c->el[e].k);
+        free(c->el[e].kj);
+        free(c->el[e].vj);
+    }
+    free(c->el);
+}
+
+/* What Cassandra's compaction drops once a tombstone is older than
+ * gc_grace_seconds, done when a partition's state is written: first the data
+ * every deletion shadows (never emitted again: row_cells filters it out, so
+ * dropping it changes no row), then the deletions older than cutoff (the
+ * newest timestamp seen minus the grace). Rows and columns left with nothing
+ * go. Returns whether the partition is left with nothing at all (its state
+ * can be removed). The zombie caveat is Cassandra's: a copy of a write older
+ * than a dropped deletion, arriving after the drop, is taken as new. */
+static bool part_purge(cs_part *p, int64_t cutoff) {
+    size_t kept = 0;
+    for (size_t i = 0; i < p->nrows; i++) {
+        cs_row *w = &p->rows[i];
+        int64_t sh = row_shadow(p, w);
+        if (w->live != TS_NONE && w->live <= sh) w->live = TS_NONE;
+        size_t kc = 0;
+        for (size_t j = 0; j < w->ncols; j++) {
+            cs_col *c = &w->cols[j];
+            if (c->kind == K_SIMPLE) {
+                if (c->ts != TS_NONE && (c->ts <= sh || (c->dead && c->ts < cutoff))) {
+                    cell_free(&c->v);
+                    c->ts = TS_NONE;
+                    c->dead = 0;
+                }
+            } else {
+                int64_t lim = max64(sh, c->cdel);
+                size_t ke = 0;
+                for (size_t e = 0; e < c->nel; e++) {
+                    cs_el *x = &c->el[e];
+                    if (x->ts <= lim || (x->dead && x->ts < cutoff)) {
+                        cell_free(&x->k);
+                        free(x->kj);
+                        free(x->vj);
+                    } else c->el[ke++] = *x;
+                }
+                c->nel = ke;
+                if (c->cdel != TS_NONE && c->cdel < cutoff) c->cdel = TS_NONE;
+            }
+            if (c->ts == TS_NONE && c->nel == 0 && c->cdel == TS_NONE) col_free(c);
+            else w->cols[kc++] = *c;
+        }
+        w->ncols = kc;
+        if (w->del != TS_NONE && w->del < cutoff) w->del = TS_NONE;
+        if (w->live == TS_NONE && w->del == TS_NONE && w->ncols == 0) {
+            for (size_t j = 0; w->ck && j < p->tab->n_ck; j++) cell_free(&w->ck[j]);
+            free(w->ck);
+            free(w->cols);
+        } else p->rows[kept++] = *w;
+    }
+    if (kept != p->nrows) { /* the index holds row positions: built again when needed */
+        p->nrows = kept;
+        free(p->rix);
+        p->rix = NULL, p->rixcap = 0;
+    }
+    size_t kr = 0;
+    for (size_t i = 0; i < p->nranges; i++) {
+        if (p->ranges[i].ts < cutoff) {
+            for (size_t j = 0; j < p->ranges[i].np; j++) cell_free(&p->ranges[i].p[j].v);
+            free(p->ranges[i].p);
+        } else p->ranges[kr++] = p->ranges[i];
+    }
+    p->nranges = kr;
+    if (p->pdel != TS_NONE && p->pdel < cutoff) p->pdel = TS_NONE;
+    return p->nrows == 0 && p->nranges == 0 && p->pdel == TS_NONE;
+}
+
 bool sk_cass_dirty(const sk_cass *c) {
     if (!c) return false;
     for (size_t i = 0; i < c->htcap; i++)
@@ -1372,8 +1463,11 @@ cf_code sk_cass_save(cf_sink *s, sk_cass *c, cf_err *err) {
         for (cs_part *p = c->ht[i]; p && !rc; p = p->next) {
             if (!p->dirty) continue;
             cf_buf_reset(&b);
-            state_write(p, &b);
-            rc = tg->state_put(ts, p->tab->t->name, p->key, p->klen, b.data, b.len, err);
+            bool empty = false;
+            if (c->grace_us >= 0 && c->newest != TS_NONE)
+                empty = part_purge(p, c->newest - c->grace_us > c->newest ? INT64_MIN : c->newest - c->grace_us);
+            if (!empty) state_write(p, &b); /* empty: vlen 0 removes the state */
+            rc = tg->state_put(ts, p->tab->t->name, p->key, p->klen, b.data, empty ? 0 : b.len, err);
             if (rc) cf_err_where(err, "Cassandra state of table \"%s\"", p->tab->t->name);
         }
     cf_buf_free(&b);

@@ -241,6 +241,22 @@ static const cf_cfg_def sink_defs[] = {
       "source's `schema.files`), so that a set is a set (elements by value, in Cassandra's order) and static "
       "columns are known. Without them an array column is taken as a list (docs/formats.md). Debezium topics "
       "ignore it."),
+    D("cassandra.gc.grace.seconds", CF_CFG_LONG, "864000", false, NULL, true, -1, 3153600000.0, NULL,
+      CF_IMPORTANCE_LOW, "CDC",
+      "Cassandra change events: what the partition states keep of deletions, as Cassandra's table option of the "
+      "same name. When a partition's state is written, its deletions (partition, range, row, cell and collection "
+      "tombstones) older than this many seconds before the newest event timestamp the task has seen are dropped "
+      "with the data they shadow, and a state left with nothing is removed. As in Cassandra, a copy of a write "
+      "older than a dropped deletion that arrives after it (a replica's copy later than gc_grace_seconds) comes "
+      "back (a zombie). -1: never drop."),
+    D("cassandra.state.file", CF_CFG_STRING, "", false, NULL, false, 0, 0, NULL, CF_IMPORTANCE_MEDIUM, "CDC",
+      "target=bigquery: the local SQLite file that keeps the partition states of Cassandra change events (table "
+      "`_cdc_cassandra_state`; targets sqlite and postgres keep it next to the tables). A flush's states are "
+      "committed there only after BigQuery acknowledged the flush's rows. Empty: "
+      "`cdcflow-cassandra-state-<connector name>.db` in the working directory (characters other than letters, "
+      "digits, `.`, `-`, `_` as `_`), shared by the connector's tasks. Keep it with the worker (a lost file makes "
+      "later events merge into empty states); never one file for two connectors whose table names collide "
+      "(states are keyed by table name, not dataset)."),
     D("mergeIntervalMs", CF_CFG_LONG, "250", false, NULL, true, -1, 86400000, NULL, CF_IMPORTANCE_MEDIUM, "CDC",
       "How often (ms) what was read is written to the tables, counted from the first change buffered since the "
       "last write (kcbq's name; its default is a minute): a change is in its table within about this plus the "
@@ -469,6 +485,7 @@ static size_t resolve(const cf_config *c, resolved *r, cf_buf *pb, cf_err *first
     bool dbz = r->fl == FL_DEBEZIUM_JDBC;
     o->target = cf_config_string(c, "target");
     o->sqlite_path = cf_config_string(c, "sqlite.path");
+    o->cassandra_state_file = cf_config_string(c, "cassandra.state.file");
     o->pg_conninfo = cf_config_string(c, "connection.url");
     o->pg_user = cf_config_string(c, "connection.username");
     o->pg_password = cf_config_string(c, "connection.password");
@@ -480,6 +497,7 @@ static size_t resolve(const cf_config *c, resolved *r, cf_buf *pb, cf_err *first
     o->seq_field = cf_config_string(c, "cdcChangeSequenceNumberField");
     o->max_staleness_s = cf_config_long(c, "tableMaxStaleness");
     o->delete_retention_s = cf_config_long(c, "cdcDeleteRetentionSeconds");
+    o->cassandra_gc_grace_s = cf_config_long(c, "cassandra.gc.grace.seconds");
     o->mediate_schema_updates = cf_config_bool(c, "mediateConcurrentSchemaUpdates");
     o->batch_max_records = (size_t)cf_config_int(c, "batchMaxRecords");
     o->batch_max_bytes = (size_t)cf_config_long(c, "batchMaxBytes");

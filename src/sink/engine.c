@@ -165,6 +165,7 @@ void cf_sink_options_default(cf_sink_options *o) {
     o->sanitize_topics = true;
     o->sanitize_field_names = false; /* kcbq's default */
     o->delete_retention_s = 172800;
+    o->cassandra_gc_grace_s = 864000;
     o->mediate_schema_updates = true;
     o->batch_max_records = 100000;
 }

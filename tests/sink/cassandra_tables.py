@@ -7,7 +7,9 @@ that wrote the segments: the oracle).
   cassandra_tables.py DB CASE_DIR RECORDS [--show] [--prefix P]
 
 DB: sqlite:PATH, or pg:SCHEMA (psql with $CF_TEST_PG; tables are
-<keyspace>_<table> in SCHEMA). RECORDS: the record file the sink read; from
+<keyspace>_<table> in SCHEMA), or bq:HTTP,PROJECT.DATASET (the BigQuery TEST
+DOUBLE's table dump, GET HTTP/_test/rows, after BigQuery's CDC rules: BYTES
+columns come base64, JSON columns as canonical JSON text). RECORDS: the record file the sink read; from
 it the script takes which tables have events and which list cells got
 element-level writes (appended/prepended/removed elements come without
 their position or value: those cells are not comparable, as in
@@ -74,6 +76,27 @@ def rows_pg(schema, table):
     if r.returncode:
         return None
     return [json.loads(line, parse_float=Decimal) for line in r.stdout.splitlines() if line.strip()]
+
+
+def rows_bq(spec, table):
+    import urllib.request
+    http, ds = spec.split(",", 1)
+    try:
+        with urllib.request.urlopen("%s/_test/rows?table=%s.%s" % (http, ds, table), timeout=60) as r:
+            d = json.load(r)
+        proj, dataset = ds.split(".", 1)
+        url = "%s/bigquery/v2/projects/%s/datasets/%s/tables/%s" % (http, proj, dataset, table)
+        with urllib.request.urlopen(url, timeout=60) as r:
+            schema = json.load(r)["schema"]["fields"]
+    except Exception:  # noqa: BLE001  (no table)
+        return None
+    blobs = [f["name"] for f in schema if f["type"] == "BYTES"]
+    rows = d["rows"]
+    for r in rows:
+        for c in blobs:
+            if r.get(c) is not None:
+                r[c] = base64.b64decode(r[c])
+    return rows
 
 
 def norm(v):
@@ -151,6 +174,8 @@ class Typed:
 
 
 def fetch(db, name):
+    if db.startswith("bq:"):
+        return rows_bq(db[3:], name)
     return rows_sqlite(db[7:], name) if db.startswith("sqlite:") else rows_pg(db[3:], name)
 
 

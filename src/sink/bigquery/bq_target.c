@@ -53,10 +53,46 @@
  * Unchanged-TOAST placeholders the engine could not fill from the batch
  * cannot be written (UPSERT replaces the whole row): such a change goes to
  * the reporter.
+ *
+ * CASSANDRA STATE (state_get / state_put, src/sink/cassandra.c). Cassandra
+ * change events are merged into per-partition states; the rows a state
+ * produces are whole rows, UPSERT or DELETE, whose sequence number is the
+ * partition's highest timestamp: exactly what BigQuery's CDC applies. A
+ * range or partition deletion becomes a DELETE of every row the state
+ * knows in it. BigQuery cannot hold the states in a transaction with the
+ * rows, so they live in a local SQLite file (cassandra.state.file, table
+ * "_cdc_cassandra_state" as the other targets have it). The ORDER makes it
+ * correct: the engine calls apply (which returns only once BigQuery
+ * acknowledged every row), then state_put for the dirty partitions, then
+ * commit; state_put writes inside a transaction of the state file that
+ * only commit() commits (rollback, or a crash, drops it). So a flush's
+ * states are durable only after BigQuery has the flush's rows:
+ *   - a crash after the append and before the state commit: the input is
+ *     read again from the positions committed before (the worker commits
+ *     offsets after the flush), the events merge into the OLD state again
+ *     (the merge is commutative and idempotent) and produce the same rows
+ *     with the same sequence numbers again; BigQuery ignores what it
+ *     already applied (an equal sequence number replaces the row by the
+ *     same row). Nothing is lost, nothing changes.
+ *   - a crash after the state commit and before the worker committed
+ *     the offsets: the events merge into the NEW state, which holds them
+ *     already (idempotent): the same rows again.
+ *   - never the other order. With the state committed first and the
+ *     append lost, the redelivered events merge into a state that holds
+ *     them already, so their rows exist only if a merge that changes
+ *     nothing still produces rows. cassandra.c does that today (every
+ *     event emits the rows it touches from the merged state, changed or
+ *     not), but it is not a promise of the merge: an optimisation that
+ *     skips unchanged merges would silently lose those rows for good.
+ *     The state follows the acknowledged rows, never leads them.
+ * Only the task's own thread uses the file (writer_thread is false), and
+ * tasks of one connector share it (SQLite's locking, 30 s busy timeout:
+ * their partitions differ, the keys never clash).
  */
 #include <inttypes.h>
 #include <jansson.h>
 #include <regex.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +116,11 @@ typedef struct bq {
     size_t max_bytes;
     int inflight;
     int timeout_ms;
+    /* Cassandra change events' partition states (see CASSANDRA STATE) */
+    char *state_path;
+    sqlite3 *sdb;
+    sqlite3_stmt *st_get, *st_put;
+    bool st_tx; /* a transaction of the state file is open */
 } bq;
 
 typedef struct bq_tbl {
@@ -103,6 +144,13 @@ typedef struct bq_tbl {
 static void bq_close(void *state) {
     bq *q = state;
     if (!q) return;
+    if (q->sdb) {
+        if (q->st_tx) sqlite3_exec(q->sdb, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_finalize(q->st_get);
+        sqlite3_finalize(q->st_put);
+        sqlite3_close(q->sdb);
+    }
+    free(q->state_path);
     cf_bq_rest_destroy(q->rest);
     cf_bq_auth_destroy(q->auth);
     for (size_t i = 0; i < q->n_ds; i++) regfree(&q->ds_re[i]), free(q->ds_name[i]);
@@ -124,6 +172,21 @@ static cf_code bq_open(const cf_sink_options *o, void **state, cf_err *err) {
     if (q->max_bytes > 10000000 - 4096) q->max_bytes = 10000000 - 4096; /* BigQuery: a request under 10 MB */
     q->inflight = b->inflight > 0 ? b->inflight : 4;
     q->timeout_ms = b->timeout_ms > 0 ? b->timeout_ms : 60000;
+    if (o->cassandra_state_file && *o->cassandra_state_file) q->state_path = cf_xstrdup(o->cassandra_state_file);
+    else { /* one file per connector: states are keyed by table name, not by dataset */
+        cf_buf p = CF_BUF_INIT;
+        cf_buf_append_str(&p, "cdcflow-cassandra-state");
+        if (o->consumer && *o->consumer) {
+            cf_buf_append_byte(&p, '-');
+            for (const char *c = o->consumer; *c; c++)
+                cf_buf_append_byte(&p, (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                                               *c == '-' || *c == '_' || *c == '.'
+                                           ? *c
+                                           : '_');
+        }
+        cf_buf_append_str(&p, ".db");
+        q->state_path = cf_buf_detach(&p, NULL);
+    }
     q->storage = cf_xstrdup(b->storage_endpoint && *b->storage_endpoint ? b->storage_endpoint
                                                                         : "bigquerystorage.googleapis.com:443");
     /* configuration first: no credentials are looked at (and no server
@@ -211,15 +274,129 @@ static void bq_free_table_state(void *state, cf_sink_table *t) {
     t->target_state = NULL;
 }
 
+/* ---------------- Cassandra state (a local SQLite file) ---------------- */
+
+static cf_code state_err(bq *q, cf_err *err, const char *what) {
+    cf_err_set(err, CF_ERR_TARGET, "%s in the Cassandra state file %s: %s", what, q->state_path,
+               q->sdb ? sqlite3_errmsg(q->sdb) : "cannot open");
+    cf_err_hint(err, "check cassandra.state.file: a writable local file, used by the tasks of one connector");
+    return CF_ERR_TARGET;
+}
+
+static cf_code state_open(bq *q, cf_err *err) {
+    if (q->st_get) return CF_OK;
+    if (!q->sdb) {
+        if (sqlite3_open_v2(q->state_path, &q->sdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                            NULL) != SQLITE_OK) {
+            cf_code rc = state_err(q, err, "opening");
+            sqlite3_close(q->sdb);
+            q->sdb = NULL;
+            return rc;
+        }
+        sqlite3_busy_timeout(q->sdb, 30000);
+    }
+    /* WAL: readers of one task do not wait on another's commit; FULL sync:
+     * a committed state survives a power loss like BigQuery's rows do */
+    if (sqlite3_exec(q->sdb,
+                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+                     "CREATE TABLE IF NOT EXISTS \"_cdc_cassandra_state\" (\"table_name\" TEXT NOT NULL, "
+                     "\"partition_key\" BLOB NOT NULL, \"state\" BLOB NOT NULL, PRIMARY KEY (\"table_name\", "
+                     "\"partition_key\"))",
+                     NULL, NULL, NULL) != SQLITE_OK)
+        return state_err(q, err, "creating \"_cdc_cassandra_state\"");
+    if (sqlite3_prepare_v2(q->sdb,
+                           "SELECT \"state\" FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
+                           "\"partition_key\" = ?2",
+                           -1, &q->st_get, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(q->sdb,
+                           "INSERT INTO \"_cdc_cassandra_state\" VALUES (?1, ?2, ?3) ON CONFLICT DO UPDATE SET "
+                           "\"state\" = excluded.\"state\"",
+                           -1, &q->st_put, NULL) != SQLITE_OK) {
+        sqlite3_finalize(q->st_get);
+        q->st_get = NULL;
+        return state_err(q, err, "preparing the statements");
+    }
+    return CF_OK;
+}
+
+static cf_code bq_state_get(void *state, const char *space, const void *key, size_t klen, cf_buf *out, bool *found,
+                            cf_err *err) {
+    bq *q = state;
+    *found = false;
+    cf_code rc = state_open(q, err);
+    if (rc) return rc;
+    sqlite3_stmt *st = q->st_get;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+        cf_buf_append(out, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
+        *found = true;
+        r = sqlite3_step(st);
+    }
+    sqlite3_reset(st);
+    if (r != SQLITE_DONE) return state_err(q, err, "reading a partition state");
+    return CF_OK;
+}
+
+/* Inside the flush's transaction of the state file, which commit() commits
+ * after apply returned (BigQuery has the rows): see CASSANDRA STATE. */
+static cf_code bq_state_put(void *state, const char *space, const void *key, size_t klen, const void *val,
+                            size_t vlen, cf_err *err) {
+    bq *q = state;
+    cf_code rc = state_open(q, err);
+    if (rc) return rc;
+    if (!q->st_tx) {
+        if (sqlite3_exec(q->sdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+            return state_err(q, err, "beginning a transaction");
+        q->st_tx = true;
+    }
+    if (vlen == 0) { /* nothing left in the partition */
+        sqlite3_stmt *d = NULL;
+        if (sqlite3_prepare_v2(q->sdb, "DELETE FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
+                                       "\"partition_key\" = ?2", -1, &d, NULL) != SQLITE_OK)
+            return state_err(q, err, "preparing a state removal");
+        sqlite3_bind_text(d, 1, space, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(d, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
+        int r = sqlite3_step(d);
+        sqlite3_finalize(d);
+        return r == SQLITE_DONE ? CF_OK : state_err(q, err, "removing a partition state");
+    }
+    sqlite3_stmt *st = q->st_put;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 3, vlen ? val : "", (int)vlen, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (r != SQLITE_DONE) return state_err(q, err, "storing a partition state");
+    return CF_OK;
+}
+
 static cf_code bq_begin(void *state, cf_err *err) {
     (void)state, (void)err;
     return CF_OK;
 }
 static cf_code bq_commit(void *state, cf_err *err) {
-    (void)state, (void)err;
-    return CF_OK; /* apply returns only once BigQuery acknowledged every row */
+    bq *q = state;
+    /* apply returned only once BigQuery acknowledged every row: the states
+     * those rows came from can be committed now, and only now */
+    if (!q->st_tx) return CF_OK;
+    if (sqlite3_exec(q->sdb, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        cf_code rc = state_err(q, err, "committing the partition states");
+        sqlite3_exec(q->sdb, "ROLLBACK", NULL, NULL, NULL);
+        q->st_tx = false;
+        return rc;
+    }
+    q->st_tx = false;
+    return CF_OK;
 }
-static void bq_rollback(void *state) { (void)state; }
+static void bq_rollback(void *state) {
+    bq *q = state;
+    if (q->st_tx) sqlite3_exec(q->sdb, "ROLLBACK", NULL, NULL, NULL);
+    q->st_tx = false;
+}
 
 /* ---------------- tables ---------------- */
 
@@ -863,4 +1040,6 @@ const cf_sink_target cf_sink_target_bigquery = {
     .rollback = bq_rollback,
     .free_table_state = bq_free_table_state,
     .close = bq_close,
+    .state_get = bq_state_get,
+    .state_put = bq_state_put,
 };

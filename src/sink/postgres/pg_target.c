@@ -1088,6 +1088,18 @@ static cf_code pgt_state_put(void *state, const char *space, const void *key, si
     cf_code rc = state_table(q, err);
     if (rc) return rc;
     cf_buf b = CF_BUF_INIT;
+    if (vlen == 0) { /* nothing left in the partition */
+        cf_buf_append_str(&b, "DELETE FROM ");
+        qtab(&b, q, "_cdc_cassandra_state", "");
+        cf_buf_append_str(&b, " WHERE table_name = $1 AND partition_key = $2");
+        const char *dp[2] = {space, klen ? key : ""};
+        int dl[2] = {0, (int)klen}, df[2] = {0, 1};
+        PGresult *r = PQexecParams(q->c, b.data, 2, NULL, dp, dl, df, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) rc = pg_fail(q, r, err, "removing a Cassandra row state", b.data);
+        else PQclear(r);
+        cf_buf_free(&b);
+        return rc;
+    }
     cf_buf_append_str(&b, "INSERT INTO ");
     qtab(&b, q, "_cdc_cassandra_state", "");
     cf_buf_append_str(&b, " VALUES ($1, $2, $3) ON CONFLICT (table_name, partition_key) DO UPDATE SET state = "

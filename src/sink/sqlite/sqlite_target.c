@@ -1017,6 +1017,18 @@ static cf_code sq_state_put(void *state, const char *space, const void *key, siz
     sq *q = state;
     cf_code rc = st_prepare(q, err);
     if (rc) return rc;
+    if (vlen == 0) { /* nothing left in the partition */
+        sqlite3_stmt *d = NULL;
+        if (sqlite3_prepare_v2(q->db, "DELETE FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
+                                      "\"partition_key\" = ?2", -1, &d, NULL) != SQLITE_OK)
+            return db_err(q, err, "preparing the Cassandra state removal", NULL);
+        sqlite3_bind_text(d, 1, space, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(d, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
+        int r = sqlite3_step(d);
+        sqlite3_finalize(d);
+        if (r != SQLITE_DONE) return db_err(q, err, "removing a Cassandra row state", NULL);
+        return CF_OK;
+    }
     sqlite3_stmt *st = q->st_put;
     sqlite3_reset(st);
     sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
