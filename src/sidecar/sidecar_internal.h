@@ -112,6 +112,9 @@ const char *cf_sc_cstore_keyspace(const cf_sc_cstore *s);
  * into *merged (NULL when there are none; *nrows says how many). */
 cf_code cf_sc_cstore_load(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, cf_value **merged,
                           size_t *nrows, cf_err *err);
+/* Every row of job, of every sidecar, as the cleanup rule takes them
+ * (cf_sc_state_cleanup_marks): *marks NULL when nothing may be cleaned. */
+cf_code cf_sc_cstore_cleanup_marks(cf_sc_cstore *s, const char *job, cf_value **marks, size_t *nrows, cf_err *err);
 /* One row per owned range (the whole ring: one), the snapshot restricted to
  * it, USING TTL (30 days) AND TIMESTAMP (monotonic). */
 cf_code cf_sc_cstore_save(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, const cf_value *snapshot,
