@@ -259,7 +259,10 @@ cf_code cf_sc_ring_read(cf_cql_conn *c, cf_sc_ring *out, cf_err *err);
  * CLEANUP. Once a snapshot is durable (cf_sc_engine_durable), the segments
  * it marks finished are deleted from cdc_raw with their index (or moved to
  * the archive directory), so Cassandra's cdc_total_space does not fill;
- * never a segment the durable state still needs. */
+ * never a segment the durable state still needs. With the state in
+ * Cassandra the connector passes instead the marks of every sidecar's rows
+ * of the job (cf_sc_state_cleanup_marks), so several sidecars over the same
+ * cdc_raw never remove what another still needs. */
 
 typedef enum cf_sc_cleanup {
     CF_SC_CLEANUP_NONE = 0,

@@ -55,7 +55,9 @@ static const cf_cfg_def cdc_defs[] = {
      "Replicas",
      "What happens to a segment (and its `_cdc.idx`) once every change in it is acknowledged and the state saying "
      "so is stored: `delete` (Cassandra stops accepting writes to CDC tables when `cdc_raw` reaches "
-     "`cdc_total_space`), `archive` (moved to `cdc_raw.archive.dir/<replica>/`) or `none`."},
+     "`cdc_total_space`), `archive` (moved to `cdc_raw.archive.dir/<replica>/`) or `none`. With "
+     "`state.store=cassandra` the state saying so is every state row of the `job.id` (all sidecars' ranges, "
+     "read back from Cassandra): nothing leaves while a token of the ring is in no row."},
     {"cdc_raw.archive.dir", CF_CFG_STRING, CF_CFG_REQUIRED, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW,
      "Replicas", "Where `cdc_raw.cleanup=archive` moves finished segments (same file system as `cdc_raw`)."},
     {"poll.interval.ms", CF_CFG_INT, "1000", false, NULL, true, 10, 3600000, NULL, CF_IMPORTANCE_LOW, "Replicas",
