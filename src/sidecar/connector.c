@@ -261,6 +261,7 @@ static void cdc_stop(void *task) {
 
 static void cdc_commit(void *arg);
 static void clean_shared(cdc_task *t);
+#define CLEANUP_EVERY_US 5000000
 
 static cf_code cdc_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
     *task = NULL;
@@ -447,8 +448,8 @@ static cf_code cdc_poll(void *task, cf_record **out, size_t max, size_t *n, cf_e
     int64_t now = cf_sc_mono_us();
     /* the state store failed and nothing new came to commit: try the acknowledged state again every second */
     if (t->store_failing && t->acked && now - t->store_retry_us >= 1000000) cdc_commit(t);
-    /* segments other sidecars held back: asked again every 2 s */
-    if (t->cleanup_pending && !t->store_failing && now - t->cleanup_try_us >= 2000000) clean_shared(t);
+    /* segments other sidecars held back, or a cleanup left for later: asked again every CLEANUP_EVERY_US */
+    if (t->cleanup_pending && !t->store_failing && now - t->cleanup_try_us >= CLEANUP_EVERY_US) clean_shared(t);
     /* The state rides on the last record, when no event waits in the queue.
      * Not every batch: a snapshot costs its pending digests. But the state
      * of the last batch before an end or a pause must not be lost, and the
@@ -545,7 +546,7 @@ static void clean_shared(cdc_task *t) {
         if (!t->cleanup_failing) {
             cf_log_err(CF_LOG_WARN, COMP, &err);
             CF_WARN(COMP, "job %s: no segment leaves cdc_raw until the state rows of every sidecar can be read "
-                          "(tried again every 2 s)", t->job);
+                          "(tried again every 5 s)", t->job);
         }
         t->cleanup_failing = true;
         return;
@@ -592,7 +593,12 @@ static void cdc_commit(void *arg) {
         cf_value_destroy(t->durable);
         t->durable = t->acked;
         t->acked = NULL;
-        clean_shared(t);
+        /* the rows of every sidecar are read at most every CLEANUP_EVERY_US (their states are large: their
+         * pending digests), but always at the end of a --once run and at a stop */
+        if (t->eof || cf_source_ctx_stopping(t->ctx) || cf_sc_mono_us() - t->cleanup_try_us >= CLEANUP_EVERY_US)
+            clean_shared(t);
+        else if (t->cleanup_on)
+            t->cleanup_pending = true;
         return;
     }
     cf_sc_engine_durable(t->e, t->acked);

@@ -5,13 +5,14 @@
 # cdc_raw is not touched: the fixture v8-lz4-rollover, four completed
 # segments of a real Cassandra 5.0 node, is copied to a temp dir).
 #   A owns the lower half of the ring, B the upper half; A runs live with
-#   cdc_raw.cleanup=delete, B with --once and cleanup none (so whatever
-#   leaves cdc_raw, A removed it):
+#   cdc_raw.cleanup=delete over the copy, B with --once (over the copy with
+#   cleanup none: whatever leaves it, A removed it):
 #   1. B has stored no state: A reads everything, deletes nothing (half of
 #      the ring is in no state row);
-#   2. B reads only the first segment (a copy holding just that one): A's
-#      state is past every segment, B's only past the first: the other three
-#      stay;
+#   2. B reads only the first segment (a copy holding just that one, with
+#      cleanup delete: removed at the end of its run, both rows being past
+#      it): A's state is past every segment, B's only past the first: the
+#      other three stay in A's copy;
 #   3. B reads the whole copy: every row is past every segment: A deletes
 #      them all (asked again while held back, without a new change).
 # Oracles: the files in the directory; the events A and B published,
@@ -55,11 +56,13 @@ check "1. A has read everything, and says why nothing leaves cdc_raw" \
 sleep 2
 check "1. B has no state: every segment stays ($(logs "$T/raw") of 4)" "[[ \$(logs '$T/raw') -eq 4 ]]"
 
-"$CLI" cassandra sidecar --config "$T/b.json" "${common[@]}" --replica "$T/first" --cleanup none --once \
+"$CLI" cassandra sidecar --config "$T/b.json" "${common[@]}" --replica "$T/first" --cleanup delete --once \
   --output "$T/b1.jsonl" --offsets "$T/b.offsets" 2>"$T/b1.err"
 check "2. B --once over the first segment: exit 0" "[[ $? -eq 0 ]]"
+check "2. B's own copy: the segment both rows are past is deleted at the end of its --once run" \
+  "[[ \$(find '$T/first' -type f | wc -l) -eq 0 ]]"
 check "2. A holds back what B has not finished" "waitlog 'stay in cdc_raw until the state rows of every sidecar'"
-sleep 3 # A asks again every 2 s
+sleep 6 # A asks again every 5 s
 later=$(ls "$R/cdc_raw"/*.log | sort | tail -3 | xargs -n1 basename)
 check "2. the three segments B has not read stay, with their index" \
   "for f in $(echo $later); do [[ -f '$T/raw/'\$f && -f '$T/raw/'\${f%.log}_cdc.idx ]] || exit 1; done"
@@ -68,7 +71,7 @@ check "2. A ran on (alive)" "kill -0 $apid"
 "$CLI" cassandra sidecar --config "$T/b.json" "${common[@]}" --replica "$T/raw" --cleanup none --once \
   --output "$T/b2.jsonl" --offsets "$T/b.offsets" 2>"$T/b2.err"
 check "3. B --once over the whole copy: exit 0" "[[ $? -eq 0 ]]"
-gone() { local i; for i in $(seq 100); do [[ $(find "$T/raw" -type f | wc -l) -eq 0 ]] && return 0; sleep 0.1; done; return 1; }
+gone() { local i; for i in $(seq 150); do [[ $(find "$T/raw" -type f | wc -l) -eq 0 ]] && return 0; sleep 0.1; done; return 1; }
 check "3. both finished: A deleted every segment and index" gone
 kill -TERM $apid; wait $apid
 check "A stopped cleanly" "[[ $? -eq 0 ]]"
