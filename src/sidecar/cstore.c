@@ -19,9 +19,10 @@
  * row is a complete state for its range, so a write interrupted between two
  * rows leaves every range a valid state, some older.
  *
- * One connection, used by one thread at a time (the source task's, or the
- * service's refresh thread and REST threads under the service's lock); it is
- * opened again after a failure.
+ * One connection, used by one thread at a time (the source task's; the
+ * service's writes, by REST threads under the service's lock; the service's
+ * refresh reads, a store of their own, outside that lock); it is opened
+ * again after a failure.
  */
 #include <stdio.h>
 #include <stdlib.h>

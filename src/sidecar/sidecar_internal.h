@@ -54,7 +54,9 @@ struct cf_sc_service {
     size_t n_sources;
     pthread_mutex_t mu;
     /* the shared configuration (shared.c): with state.store=cassandra */
-    cf_sc_cstore *store;
+    cf_sc_cstore *store;       /* the writes, under mu (a change made here is written before it is answered) */
+    cf_sc_cstore *rstore;      /* the refresh's reads, its own connection, used outside mu */
+    uint64_t shared_gen;       /* counts the changes made here: a refresh read across one is not applied */
     cf_worker *w;              /* while attached */
     bool store_failing;
     cf_props *shared;          /* the configs row applied or written last (NULL: none) */
