@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_it_sidecar_cleanup_shared.sh - segment cleanup with two sidecars over
 # one cdc_raw, their state in the live Cassandra node of scripts/servers
-# (state.store=cassandra, a keyspace and job of this run only; the node's own
+# (state.store=cassandra, this test's keyspace, a job of this run only; the node's own
 # cdc_raw is not touched: the fixture v8-lz4-rollover, four completed
 # segments of a real Cassandra 5.0 node, is copied to a temp dir).
 #   A owns the lower half of the ring, B the upper half; A runs live with
@@ -31,7 +31,8 @@ trap 'kill $(jobs -p) 2>/dev/null; wait; [[ -n ${CF_TEST_KEEP:-} ]] || rm -rf "$
 failed=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; failed=1; fi; }
 logs() { ls "$1"/*.log 2>/dev/null | wc -l; }
-ks=cfclean_$$_$RANDOM
+ks=cf_it_cleanup_shared # this test's keyspace (one for every run: no CQL client here to drop one)
+job=job_$$_$RANDOM     # this run's rows (they expire with the 30-day TTL)
 cp -r "$R/cdc_raw" "$T/raw"
 mkdir "$T/first"
 first=$(ls "$R/cdc_raw"/*.log | sort | head -1)
@@ -39,7 +40,7 @@ cp "$first" "${first%.log}_cdc.idx" "$T/first/"
 
 conf() { # NAME RANGES: the state store settings of a sidecar
   cat >"$T/$1.json" <<JSON
-{"state.store": "cassandra", "cql.host": "$CF_TEST_CASSANDRA", "state.keyspace": "$ks", "job.id": "job",
+{"state.store": "cassandra", "cql.host": "$CF_TEST_CASSANDRA", "state.keyspace": "$ks", "job.id": "$job",
  "token.ranges": "$2", "state.checkpoint.interval.ms": 100, "poll.interval.ms": 200}
 JSON
 }
