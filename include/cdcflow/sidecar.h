@@ -259,7 +259,10 @@ cf_code cf_sc_ring_read(cf_cql_conn *c, cf_sc_ring *out, cf_err *err);
  * CLEANUP. Once a snapshot is durable (cf_sc_engine_durable), the segments
  * it marks finished are deleted from cdc_raw with their index (or moved to
  * the archive directory), so Cassandra's cdc_total_space does not fill;
- * never a segment the durable state still needs. */
+ * never a segment the durable state still needs. With the state in
+ * Cassandra the connector passes instead the marks of every sidecar's rows
+ * of the job (cf_sc_state_cleanup_marks), so several sidecars over the same
+ * cdc_raw never remove what another still needs. */
 
 typedef enum cf_sc_cleanup {
     CF_SC_CLEANUP_NONE = 0,
@@ -394,6 +397,18 @@ typedef struct cf_sc_state_row {
  * CF_ERR_CORRUPT for a row that is not a snapshot. *out is a new snapshot. */
 cf_code cf_sc_state_merge(const cf_sc_state_row *rows, size_t n, const cf_sc_ranges *owned, cf_value **out,
                           cf_err *err);
+/* The cleanup rule with several sidecars over one job's rows (state.store=
+ * cassandra: the rows of every sidecar, read back from Cassandra): a segment
+ * may leave cdc_raw only when every row is past it for that replica. Rows
+ * that own no token (every token of theirs is in newer rows: a dead
+ * sidecar's row whose ranges were taken over, the taker's markers being no
+ * later, see the takeover floors) are left out; per replica the earliest
+ * marker of the others (segment -1: nothing, when a row does not name it or
+ * has read none of it). *out is a snapshot-shaped map cf_sc_engine_durable
+ * takes, or NULL (clean nothing) when n = 0 or a token of the ring is in no
+ * row (a sidecar that has stored no state yet, or whose rows expired).
+ * CF_ERR_CORRUPT for a row that is not a snapshot. */
+cf_code cf_sc_state_cleanup_marks(const cf_sc_state_row *rows, size_t n, cf_value **out, cf_err *err);
 /* The part of a snapshot one range stores: its pending digests of tokens in
  * range, its floors cut to range, "ranges" that range. NULL if snapshot is
  * not one. */

@@ -55,7 +55,9 @@ static const cf_cfg_def cdc_defs[] = {
      "Replicas",
      "What happens to a segment (and its `_cdc.idx`) once every change in it is acknowledged and the state saying "
      "so is stored: `delete` (Cassandra stops accepting writes to CDC tables when `cdc_raw` reaches "
-     "`cdc_total_space`), `archive` (moved to `cdc_raw.archive.dir/<replica>/`) or `none`."},
+     "`cdc_total_space`), `archive` (moved to `cdc_raw.archive.dir/<replica>/`) or `none`. With "
+     "`state.store=cassandra` the state saying so is every state row of the `job.id` (all sidecars' ranges, "
+     "read back from Cassandra): nothing leaves while a token of the ring is in no row."},
     {"cdc_raw.archive.dir", CF_CFG_STRING, CF_CFG_REQUIRED, true, NULL, false, 0, 0, NULL, CF_IMPORTANCE_LOW,
      "Replicas", "Where `cdc_raw.cleanup=archive` moves finished segments (same file system as `cdc_raw`)."},
     {"poll.interval.ms", CF_CFG_INT, "1000", false, NULL, true, 10, 3600000, NULL, CF_IMPORTANCE_LOW, "Replicas",
@@ -191,6 +193,10 @@ typedef struct cdc_task {
     char *job;
     bool store_failing;
     int64_t store_retry_us; /* when a failed write was last tried */
+    /* cleanup with the state in Cassandra: by the rows of every sidecar of the job */
+    bool cleanup_on, cleanup_pending, cleanup_failing, cleanup_kept_logged, cleanup_pending_logged;
+    int64_t cleanup_try_us;
+    cf_value *durable; /* the newest snapshot stored */
     cf_cql_options cql;
     char cql_host[256];
 } cdc_task;
@@ -247,12 +253,15 @@ static void cdc_stop(void *task) {
     cf_cass_schema_destroy(t->schema);
     cf_value_destroy(t->partition);
     cf_value_destroy(t->acked);
+    cf_value_destroy(t->durable);
     cf_sc_cstore_close(t->store);
     free(t->job);
     free(t);
 }
 
 static void cdc_commit(void *arg);
+static void clean_shared(cdc_task *t);
+#define CLEANUP_EVERY_US 5000000
 
 static cf_code cdc_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, cf_err *err) {
     *task = NULL;
@@ -370,6 +379,7 @@ static cf_code cdc_start(const cf_config *cfg, cf_source_ctx *ctx, void **task, 
     rc = cf_sc_engine_restore(t->e, stored, err);
     cf_value_destroy(stored);
     if (rc) goto fail;
+    t->cleanup_on = o.cleanup != CF_SC_CLEANUP_NONE;
     t->checkpoint_ms = cf_config_long(cfg, "state.checkpoint.interval.ms");
     t->progress_ms = cf_config_long(cfg, "progress.interval.ms");
     t->last_checkpoint_us = t->last_progress_us = cf_sc_mono_us();
@@ -438,6 +448,8 @@ static cf_code cdc_poll(void *task, cf_record **out, size_t max, size_t *n, cf_e
     int64_t now = cf_sc_mono_us();
     /* the state store failed and nothing new came to commit: try the acknowledged state again every second */
     if (t->store_failing && t->acked && now - t->store_retry_us >= 1000000) cdc_commit(t);
+    /* segments other sidecars held back, or a cleanup left for later: asked again every CLEANUP_EVERY_US */
+    if (t->cleanup_pending && !t->store_failing && now - t->cleanup_try_us >= CLEANUP_EVERY_US) clean_shared(t);
     /* The state rides on the last record, when no event waits in the queue.
      * Not every batch: a snapshot costs its pending digests. But the state
      * of the last batch before an end or a pause must not be lost, and the
@@ -481,6 +493,85 @@ static void cdc_commit_record(void *task, const cf_record *rec) {
     t->acked = cf_value_clone(rec->source_offset);
 }
 
+/* a's mark of replica name has fewer segments finished than (bseg, bdone) */
+static bool finished_before(const cf_value *a, const char *name, int64_t bseg, int64_t bdone) {
+    const cf_value *n = cf_value_map_get_str(a, "replicas");
+    char k[64];
+    for (int64_t i = 0; n && i < n->u.i; i++) {
+        snprintf(k, sizeof k, "r%lld.name", (long long)i);
+        const cf_value *v = cf_value_map_get_str(a, k);
+        if (!v || v->type != CF_STRING || strcmp(v->u.s.ptr, name) != 0) continue;
+        snprintf(k, sizeof k, "r%lld.segment", (long long)i);
+        const cf_value *seg = cf_value_map_get_str(a, k);
+        snprintf(k, sizeof k, "r%lld.done", (long long)i);
+        const cf_value *done = cf_value_map_get_str(a, k);
+        if (!seg || !done) return true;
+        return seg->u.i < bseg || (seg->u.i == bseg && !done->u.i && bdone);
+    }
+    return true;
+}
+
+/* The marks leave segments this sidecar has finished in cdc_raw (another sidecar is behind). */
+static bool held_back(const cf_value *marks, const cf_value *own) {
+    const cf_value *n = cf_value_map_get_str(own, "replicas");
+    char k[64];
+    for (int64_t i = 0; n && i < n->u.i; i++) {
+        snprintf(k, sizeof k, "r%lld.name", (long long)i);
+        const cf_value *name = cf_value_map_get_str(own, k);
+        snprintf(k, sizeof k, "r%lld.segment", (long long)i);
+        const cf_value *seg = cf_value_map_get_str(own, k);
+        snprintf(k, sizeof k, "r%lld.done", (long long)i);
+        const cf_value *done = cf_value_map_get_str(own, k);
+        if (!name || name->type != CF_STRING || !seg || !done || seg->u.i < 0) continue;
+        if (finished_before(marks, name->u.s.ptr, seg->u.i, done->u.i)) return true;
+    }
+    return false;
+}
+
+/* With the state in Cassandra, several sidecars may share the job's ranges
+ * over the same cdc_raw: a segment leaves it only once every row of the job
+ * (theirs, read back, and ours) is past it (cf_sc_state_cleanup_marks).
+ * Cassandra unreachable: nothing is cleaned, asked again. */
+static void clean_shared(cdc_task *t) {
+    t->cleanup_try_us = cf_sc_mono_us();
+    t->cleanup_pending = true;
+    if (!t->cleanup_on || !t->durable) {
+        t->cleanup_pending = false;
+        return;
+    }
+    cf_value *marks = NULL;
+    size_t nrows = 0;
+    cf_err err;
+    if (cf_sc_cstore_cleanup_marks(t->store, t->job, &marks, &nrows, &err)) {
+        if (!t->cleanup_failing) {
+            cf_log_err(CF_LOG_WARN, COMP, &err);
+            CF_WARN(COMP, "job %s: no segment leaves cdc_raw until the state rows of every sidecar can be read "
+                          "(tried again every 5 s)", t->job);
+        }
+        t->cleanup_failing = true;
+        return;
+    }
+    if (t->cleanup_failing) CF_INFO(COMP, "job %s: the state rows of every sidecar are read again", t->job);
+    t->cleanup_failing = false;
+    if (!marks) {
+        if (!t->cleanup_kept_logged)
+            CF_INFO(COMP, "job %s: finished segments stay in cdc_raw: some token range is in none of the %zu state "
+                          "row(s) in %s.cdc_state (a sidecar that has stored no state yet, or whose rows expired)",
+                    t->job, nrows, cf_sc_cstore_keyspace(t->store));
+        t->cleanup_kept_logged = true;
+        return;
+    }
+    t->cleanup_kept_logged = false;
+    cf_sc_engine_durable(t->e, marks);
+    bool back = held_back(marks, t->durable);
+    if (back && !t->cleanup_pending_logged)
+        CF_INFO(COMP, "job %s: segments finished here stay in cdc_raw until the state rows of every sidecar in "
+                      "%s.cdc_state are past them", t->job, cf_sc_cstore_keyspace(t->store));
+    t->cleanup_pending_logged = back;
+    t->cleanup_pending = back;
+    cf_value_destroy(marks);
+}
+
 static void cdc_commit(void *arg) {
     cdc_task *t = arg;
     if (!t->acked) return;
@@ -499,6 +590,16 @@ static void cdc_commit(void *arg) {
         }
         if (t->store_failing) CF_INFO(COMP, "the state of job %s is stored again", t->job);
         t->store_failing = false;
+        cf_value_destroy(t->durable);
+        t->durable = t->acked;
+        t->acked = NULL;
+        /* the rows of every sidecar are read at most every CLEANUP_EVERY_US (their states are large: their
+         * pending digests), but always at the end of a --once run and at a stop */
+        if (t->eof || cf_source_ctx_stopping(t->ctx) || cf_sc_mono_us() - t->cleanup_try_us >= CLEANUP_EVERY_US)
+            clean_shared(t);
+        else if (t->cleanup_on)
+            t->cleanup_pending = true;
+        return;
     }
     cf_sc_engine_durable(t->e, t->acked);
     cf_value_destroy(t->acked);

@@ -19,9 +19,10 @@
  * row is a complete state for its range, so a write interrupted between two
  * rows leaves every range a valid state, some older.
  *
- * One connection, used by one thread at a time (the source task's, or the
- * service's refresh thread and REST threads under the service's lock); it is
- * opened again after a failure.
+ * One connection, used by one thread at a time (the source task's; the
+ * service's writes, by REST threads under the service's lock; the service's
+ * refresh reads, a store of their own, outside that lock); it is opened
+ * again after a failure.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,9 +200,10 @@ static bool overlaps(const cf_sc_ranges *owned, cf_sc_range r) {
     return false;
 }
 
-cf_code cf_sc_cstore_load(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, cf_value **merged,
-                          size_t *nrows, cf_err *err) {
-    *merged = NULL;
+/* The rows of job (those overlapping owned; all with owned NULL), their snapshots parsed (freed by free_rows). */
+static cf_code read_rows(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, bool all, cf_sc_state_row **out,
+                         size_t *nrows, cf_err *err) {
+    *out = NULL;
     *nrows = 0;
     cf_code rc = create(s, err);
     if (rc) return rc;
@@ -224,7 +226,7 @@ cf_code cf_sc_cstore_load(cf_sc_cstore *s, const char *job, const cf_sc_ranges *
             continue;
         }
         if (row.epoch > s->last_ts) s->last_ts = row.epoch;
-        if (!overlaps(owned, row.range)) continue;
+        if (!all && !overlaps(owned, row.range)) continue;
         cf_value *v = NULL;
         rc = cf_offset_value_parse((const char *)st->data, (size_t)st->len, &v, err);
         if (rc) {
@@ -236,9 +238,35 @@ cf_code cf_sc_cstore_load(cf_sc_cstore *s, const char *job, const cf_sc_ranges *
         rows[n++] = row;
     }
     cf_cql_result_free(r);
-    if (!rc && n) rc = cf_sc_state_merge(rows, n, owned, merged, err);
+    *out = rows;
+    *nrows = n;
+    return rc;
+}
+
+static void free_rows(cf_sc_state_row *rows, size_t n) {
     for (size_t i = 0; i < n; i++) cf_value_destroy((cf_value *)rows[i].snapshot);
     free(rows);
+}
+
+cf_code cf_sc_cstore_load(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, cf_value **merged,
+                          size_t *nrows, cf_err *err) {
+    *merged = NULL;
+    cf_sc_state_row *rows;
+    size_t n;
+    cf_code rc = read_rows(s, job, owned, false, &rows, &n, err);
+    if (!rc && n) rc = cf_sc_state_merge(rows, n, owned, merged, err);
+    free_rows(rows, n);
+    *nrows = n;
+    return rc;
+}
+
+cf_code cf_sc_cstore_cleanup_marks(cf_sc_cstore *s, const char *job, cf_value **marks, size_t *nrows, cf_err *err) {
+    *marks = NULL;
+    cf_sc_state_row *rows;
+    size_t n;
+    cf_code rc = read_rows(s, job, NULL, true, &rows, &n, err);
+    if (!rc) rc = cf_sc_state_cleanup_marks(rows, n, marks, err);
+    free_rows(rows, n);
     *nrows = n;
     return rc;
 }

@@ -63,6 +63,7 @@ void cf_sc_service_destroy(cf_sc_service *s) {
     }
     free(s->sinks);
     cf_sc_cstore_close(s->store);
+    cf_sc_cstore_close(s->rstore);
     cf_props_destroy(s->shared);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);

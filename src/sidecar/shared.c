@@ -40,41 +40,54 @@ static cf_props *effective(const cf_sc_service *s) {
     return c;
 }
 
-/* The store, opened when the configuration asks for it (holding mu). NULL: not used or not reachable. */
-static cf_sc_cstore *store(cf_sc_service *s) {
-    if (s->store) return s->store;
-    cf_props *c = effective(s);
-    const char *kind = cf_props_get(c, "state.store");
-    const char *host = cf_props_get(c, "cql.host");
-    if (!kind || strcasecmp(kind, "cassandra") != 0 || !host) {
-        cf_props_destroy(c);
-        return NULL;
-    }
-    const char *ri = cf_props_get(c, "config.refresh.interval.ms");
+/* The store's options from the configuration (holding mu): false when it asks for none. The strings
+ * point into *c (destroyed by the caller) and h. */
+static bool store_opts(cf_sc_service *s, cf_props **c, char *h, size_t hn, cf_cql_options *o, cf_sc_cstore_opts *so) {
+    *c = effective(s);
+    const char *kind = cf_props_get(*c, "state.store");
+    const char *host = cf_props_get(*c, "cql.host");
+    if (!kind || strcasecmp(kind, "cassandra") != 0 || !host) return false;
+    const char *ri = cf_props_get(*c, "config.refresh.interval.ms");
     s->refresh_ms = ri ? atoll(ri) : 30000;
     if (s->refresh_ms < 100) s->refresh_ms = 100;
-    char h[256];
     const char *colon = strrchr(host, ':');
-    const char *port = cf_props_get(c, "cql.port");
-    cf_cql_options o = {.port = port ? atoi(port) : 9042, .username = cf_props_get(c, "cql.username"),
-                        .password = cf_props_get(c, "cql.password")};
+    const char *port = cf_props_get(*c, "cql.port");
+    *o = (cf_cql_options){.port = port ? atoi(port) : 9042, .username = cf_props_get(*c, "cql.username"),
+                          .password = cf_props_get(*c, "cql.password")};
     if (colon && strchr(host, ':') == colon) {
-        snprintf(h, sizeof h, "%.*s", (int)(colon - host), host);
-        o.port = atoi(colon + 1);
+        snprintf(h, hn, "%.*s", (int)(colon - host), host);
+        o->port = atoi(colon + 1);
     } else {
-        snprintf(h, sizeof h, "%s", host);
+        snprintf(h, hn, "%s", host);
     }
-    o.host = h;
-    cf_sc_cstore_opts so = {.cql = &o, .keyspace = cf_props_get(c, "state.keyspace"),
-                            .replication = cf_props_get(c, "state.keyspace.replication")};
-    cf_err err;
-    if (cf_sc_cstore_open(&so, &s->store, &err)) {
-        if (!s->store_failing) {
-            cf_log_err(CF_LOG_WARN, COMP, &err);
-            CF_WARN(COMP, "the shared service configuration cannot be read or written now; tried again");
+    o->host = h;
+    *so = (cf_sc_cstore_opts){.cql = o, .keyspace = cf_props_get(*c, "state.keyspace"),
+                              .replication = cf_props_get(*c, "state.keyspace.replication")};
+    return true;
+}
+
+static void open_failed(cf_sc_service *s, const cf_err *err) {
+    if (!s->store_failing) {
+        cf_log_err(CF_LOG_WARN, COMP, err);
+        CF_WARN(COMP, "the shared service configuration cannot be read or written now; tried again");
+    }
+    s->store_failing = true;
+}
+
+/* The store of the writes, opened when the configuration asks for it (holding mu). NULL: not used or not
+ * reachable. */
+static cf_sc_cstore *store(cf_sc_service *s) {
+    if (s->store) return s->store;
+    cf_props *c;
+    char h[256];
+    cf_cql_options o;
+    cf_sc_cstore_opts so;
+    if (store_opts(s, &c, h, sizeof h, &o, &so)) {
+        cf_err err;
+        if (cf_sc_cstore_open(&so, &s->store, &err)) {
+            open_failed(s, &err);
+            s->store = NULL;
         }
-        s->store_failing = true;
-        s->store = NULL;
     }
     cf_props_destroy(c);
     return s->store;
@@ -89,6 +102,7 @@ static void failing(cf_sc_service *s, const cf_err *err, const char *what) {
 }
 
 void cf_sc_service_share(cf_sc_service *s, cf_worker *w) {
+    s->shared_gen++; /* a refresh reading now may read what was there before */
     cf_sc_cstore *st = store(s);
     if (!st) return;
     cf_state cs, t0;
@@ -142,17 +156,41 @@ void cf_sc_service_unconfigured(cf_sc_service *s) {
     s->settings = keep;
 }
 
-/* Read the shared configuration, apply it if it changed (holding mu). */
+/* Read the shared configuration, apply it if it changed (holding mu, released during the CQL calls: they
+ * may wait for the request timeout, the REST calls must not; the reads have their own connection). */
 static void refresh(cf_sc_service *s) {
-    cf_sc_cstore *st = store(s);
-    if (!st || !s->w) return;
+    if (!s->w) return;
+    cf_props *c;
+    char h[256];
+    cf_cql_options o;
+    cf_sc_cstore_opts so;
+    if (!store_opts(s, &c, h, sizeof h, &o, &so)) {
+        cf_props_destroy(c);
+        return;
+    }
+    uint64_t gen = s->shared_gen;
+    cf_sc_cstore *rs = s->rstore; /* this thread's while mu is released */
+    s->rstore = NULL;
+    pthread_mutex_unlock(&s->mu);
     cf_props *shared = NULL;
     int64_t ts = 0;
     cf_err err;
-    if (cf_sc_cstore_config_get(st, SERVICE, &shared, &ts, &err)) {
-        failing(s, &err, "read");
+    bool opened = rs != NULL;
+    cf_code rc = rs ? CF_OK : cf_sc_cstore_open(&so, &rs, &err);
+    if (!rc) rc = cf_sc_cstore_config_get(rs, SERVICE, &shared, &ts, &err);
+    pthread_mutex_lock(&s->mu);
+    cf_props_destroy(c);
+    s->rstore = rs;
+    if (rc) {
+        if (!opened && !rs) open_failed(s, &err);
+        else failing(s, &err, "read");
         return;
     }
+    if (gen != s->shared_gen) { /* changed here meanwhile: what was read may be older; read again next time */
+        cf_props_destroy(shared);
+        return;
+    }
+    cf_sc_cstore *st = rs;
     if (s->store_failing) CF_INFO(COMP, "the shared service configuration is read again");
     s->store_failing = false;
     if (same(shared, s->shared)) {

@@ -54,7 +54,9 @@ struct cf_sc_service {
     size_t n_sources;
     pthread_mutex_t mu;
     /* the shared configuration (shared.c): with state.store=cassandra */
-    cf_sc_cstore *store;
+    cf_sc_cstore *store;       /* the writes, under mu (a change made here is written before it is answered) */
+    cf_sc_cstore *rstore;      /* the refresh's reads, its own connection, used outside mu */
+    uint64_t shared_gen;       /* counts the changes made here: a refresh read across one is not applied */
     cf_worker *w;              /* while attached */
     bool store_failing;
     cf_props *shared;          /* the configs row applied or written last (NULL: none) */
@@ -112,6 +114,9 @@ const char *cf_sc_cstore_keyspace(const cf_sc_cstore *s);
  * into *merged (NULL when there are none; *nrows says how many). */
 cf_code cf_sc_cstore_load(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, cf_value **merged,
                           size_t *nrows, cf_err *err);
+/* Every row of job, of every sidecar, as the cleanup rule takes them
+ * (cf_sc_state_cleanup_marks): *marks NULL when nothing may be cleaned. */
+cf_code cf_sc_cstore_cleanup_marks(cf_sc_cstore *s, const char *job, cf_value **marks, size_t *nrows, cf_err *err);
 /* One row per owned range (the whole ring: one), the snapshot restricted to
  * it, USING TTL (30 days) AND TIMESTAMP (monotonic). */
 cf_code cf_sc_cstore_save(cf_sc_cstore *s, const char *job, const cf_sc_ranges *owned, const cf_value *snapshot,

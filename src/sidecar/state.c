@@ -800,6 +800,83 @@ cf_value *cf_sc_state_restrict(const cf_value *snapshot, cf_sc_range range) {
     return out;
 }
 
+cf_code cf_sc_state_cleanup_marks(const cf_sc_state_row *rows, size_t n, cf_value **out, cf_err *err) {
+    *out = NULL;
+    if (n == 0) return CF_OK;
+    dstate *ds = cf_xcalloc(n, sizeof *ds);
+    bool *counted = cf_xcalloc(n, sizeof *counted);
+    size_t nb = 0;
+    int64_t *bp = cf_xmalloc((4 * n + 2) * sizeof *bp), lo[2], hi[2];
+    cf_code rc = CF_OK;
+    bp[nb++] = TMIN;
+    bp[nb++] = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = decode(rows[i].snapshot, &ds[i], err))) {
+            cf_err_detail(err, "the row of range (%lld,%lld]", (long long)rows[i].range.start,
+                          (long long)rows[i].range.end);
+            goto done;
+        }
+        for (size_t k = linear(rows[i].range, lo, hi); k-- > 0;) {
+            bp[nb++] = lo[k];
+            bp[nb++] = hi[k];
+        }
+    }
+    qsort(bp, nb, sizeof *bp, cmp_i64);
+    /* every elementary interval of the ring: its owners (the newest rows covering it) count */
+    bool uncovered = false;
+    for (size_t i = 0; i + 1 < nb && !uncovered; i++) {
+        if (bp[i] == bp[i + 1]) continue;
+        int64_t b = bp[i + 1], ep = 0;
+        bool cov = false;
+        for (size_t k = 0; k < n; k++)
+            if (range_has(rows[k].range, b) && (!cov || rows[k].epoch > ep)) {
+                cov = true;
+                ep = rows[k].epoch;
+            }
+        if (!cov) uncovered = true;
+        for (size_t k = 0; cov && k < n; k++)
+            if (range_has(rows[k].range, b) && rows[k].epoch == ep) counted[k] = true;
+    }
+    if (uncovered) goto done;
+    /* per replica named by a counted row: the earliest marker of the counted rows (none if one does not name it) */
+    dstate o;
+    memset(&o, 0, sizeof o);
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; counted[k] && j < ds[k].nrep; j++) add_name(&o, ds[k].names[j]);
+    for (size_t j = 0; j < o.nrep; j++) {
+        bool first = true;
+        for (size_t k = 0; k < n; k++) {
+            if (!counted[k]) continue;
+            sc_mark m = {-1, 0, false};
+            for (size_t r = 0; r < ds[k].nrep; r++)
+                if (strcmp(ds[k].names[r], o.names[j]) == 0) m = ds[k].m[r];
+            if (first || mark_cmp(&m, &o.m[j]) < 0) o.m[j] = m;
+            first = false;
+        }
+    }
+    cf_value *m = cf_value_map();
+    put_key_long(m, "replicas", (int64_t)o.nrep);
+    char key[64];
+    for (size_t j = 0; j < o.nrep; j++) {
+        snprintf(key, sizeof key, "r%zu.name", j);
+        put_key_str(m, key, o.names[j]);
+        snprintf(key, sizeof key, "r%zu.segment", j);
+        put_key_long(m, key, o.m[j].seg < 0 ? -1 : o.m[j].seg);
+        snprintf(key, sizeof key, "r%zu.position", j);
+        put_key_long(m, key, o.m[j].pos);
+        snprintf(key, sizeof key, "r%zu.done", j);
+        put_key_long(m, key, o.m[j].done ? 1 : 0);
+    }
+    dstate_free(&o);
+    *out = m;
+done:
+    for (size_t i = 0; i < n; i++) dstate_free(&ds[i]);
+    free(ds);
+    free(counted);
+    free(bp);
+    return rc;
+}
+
 void cf_sc_engine_durable(cf_sc_engine *e, const cf_value *m) {
     if (!m || m->type != CF_MAP || e->cleanup == CF_SC_CLEANUP_NONE) return;
     int64_t n;

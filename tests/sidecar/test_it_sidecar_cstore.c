@@ -36,6 +36,12 @@
  * (kill -9) and started with an empty offsets file: the changes after the
  * last row written are published again (nothing lost), none before it.
  *
+ * Refresh outside the lock (test_refresh_unlocked_live: the service reaches
+ * the node through the proxy, which then swallows every request of the
+ * connection that reads the configs row): a PUT while the refresh waits for
+ * its answer is answered in well under the 10 s request timeout, written,
+ * and not undone by the refreshes once the node answers again.
+ *
  * CF_TEST_KEEP=1 keeps the sidecars' logs and record files in /tmp/sc*_<pid>.
  *
  * Oracles: Cassandra (SELECT of the rows, the state and configs tables'
@@ -397,13 +403,17 @@ static bool config_becomes(int port, int status, const char *what) {
     return false;
 }
 
-static pid_t start_service(const char *tag, int refresh_ms) {
+static pid_t start_service_at(const char *tag, const char *host, int port, int refresh_ms) {
     char cfg[2048];
     snprintf(cfg, sizeof cfg,
             "{\"cql.host\": \"%s:%d\", \"state.store\": \"cassandra\", \"state.keyspace\": \"%s_st\", \"job.id\": "
             "\"%s_%s\", \"cdc_raw.cleanup\": \"none\", \"config.refresh.interval.ms\": %d, \"tables\": [\"%s.t\"]}\n",
-            live_host, live_cql.port, ks, ks, tag, refresh_ms, ks);
+            host, port, ks, ks, tag, refresh_ms, ks);
     return start_cfg(tag, cfg, (const char *const[]){"--replica", live_raw, "--rest", "0", NULL});
+}
+
+static pid_t start_service(const char *tag, int refresh_ms) {
+    return start_service_at(tag, live_host, live_cql.port, refresh_ms);
 }
 
 static void test_shared_config_live(void **state) {
@@ -474,6 +484,7 @@ static void test_shared_config_live(void **state) {
 typedef struct proxy {
     int port, lfd;
     atomic_bool down, quit;
+    atomic_bool stall_select; /* a connection that sends "SELECT config" (the service's refresh) is answered no more */
     pthread_t th;
 } proxy;
 
@@ -492,6 +503,7 @@ static int listen_on(int port) {
 static void *proxy_main(void *arg) {
     proxy *p = arg;
     int fds[64]; /* pairs: client, server */
+    bool stalled[64] = {false}; /* per pair (at its client's index): nothing forwarded any more */
     size_t n = 0;
     char buf[65536];
     while (!atomic_load(&p->quit)) {
@@ -512,6 +524,7 @@ static void *proxy_main(void *arg) {
             struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)live_cql.port)};
             inet_pton(AF_INET, live_host, &a.sin_addr);
             if (c >= 0 && connect(sv, (struct sockaddr *)&a, sizeof a) == 0) {
+                stalled[n] = false;
                 fds[n++] = c;
                 fds[n++] = sv;
             } else {
@@ -523,13 +536,16 @@ static void *proxy_main(void *arg) {
         for (size_t i = 0; i < n; i++) {
             if (!(pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             ssize_t k = read(fds[i], buf, sizeof buf);
-            size_t peer = i ^ 1;
+            size_t peer = i ^ 1, a = i & ~(size_t)1;
+            if (k > 0 && i == a && atomic_load(&p->stall_select) && memmem(buf, (size_t)k, "SELECT config", 13))
+                stalled[a] = true;
+            if (k > 0 && stalled[a]) continue; /* swallowed */
             if (k <= 0 || write(fds[peer], buf, (size_t)k) != k) { /* one side gone: the pair goes */
-                size_t a = i & ~(size_t)1;
                 close(fds[a]);
                 close(fds[a + 1]);
                 fds[a] = fds[n - 2];
                 fds[a + 1] = fds[n - 1];
+                stalled[a] = stalled[n - 2];
                 n -= 2;
                 break; /* the poll set changed */
             }
@@ -636,6 +652,71 @@ static void test_store_down_live(void **state) {
     live_teardown();
 }
 
+/* The service's refresh reads the shared configuration outside the service's lock (and on its own
+ * connection): while its read waits for a node that does not answer it (the proxy swallows every request of
+ * a connection that sent "SELECT config"; the request timeout is 10 s), a PUT is answered at once, is
+ * written, and is not undone by the refresh once the node answers again. */
+static void test_refresh_unlocked_live(void **state) {
+    (void)state;
+    test_setup("screfr");
+    char cmd[600], body[1024];
+    static proxy px;
+    proxy_start(&px);
+    pid_t r1 = start_service_at("r1", "127.0.0.1", px.port, 300);
+    int p1 = rest_port("r1");
+    snprintf(body, sizeof body,
+             "{\"config\": {\"cdc_raw.dirs\": \"%s\", \"tables\": [\"%s.t\"], \"consistency.level\": \"ONE\", "
+             "\"topic.format\": \"first.{table}\"}}",
+             live_raw, ks);
+    int st = api(p1, "PUT", "/api/v1/services/cdc/config", body);
+    if (st != 200 && st != 201) {
+        show_log("r1");
+        fail_msg("PUT: %d", st);
+    }
+    atomic_store(&px.stall_select, true);
+    usleep(1000000); /* a refresh (every 300 ms) waits for its answer now */
+    snprintf(body, sizeof body,
+             "{\"config\": {\"cdc_raw.dirs\": \"%s\", \"tables\": [\"%s.t\"], \"consistency.level\": \"ONE\", "
+             "\"topic.format\": \"second.{table}\"}}",
+             live_raw, ks);
+    int64_t t0 = mono_ms();
+    st = api(p1, "PUT", "/api/v1/services/cdc/config", body);
+    int64_t took = mono_ms() - t0;
+    print_message("a PUT while the refresh waits for the node: %lld ms (status %d)\n", (long long)took, st);
+    if (st != 200 && st != 201) {
+        show_log("r1");
+        fail_msg("PUT during the stalled refresh: %d", st);
+    }
+    assert_true(took < 4000);
+    /* written to Cassandra (by the PUT's own connection) */
+    char cql[256];
+    snprintf(cql, sizeof cql, "SELECT JSON config FROM %s_st.configs WHERE service = 'cdc'", ks);
+    cf_cql_result *r = NULL;
+    cf_err err;
+    if (cf_cql_query(conn, cql, CF_CQL_ONE, &r, &err)) fail_msg("configs: %s / %s", err.message, err.detail);
+    assert_int_equal(r->n_rows, 1);
+    char *json = cf_cql_result_text(r, 0, 0);
+    assert_non_null(strstr(json, "second.{table}"));
+    free(json);
+    cf_cql_result_free(r);
+    /* the node answers again: the refreshes read the PUT's configuration, nothing older comes back */
+    atomic_store(&px.stall_select, false);
+    if (!log_has("r1", "is read again", 15000)) {
+        show_log("r1");
+        fail_msg("the refresh did not read again once the node answered");
+    }
+    usleep(1000000);
+    assert_int_equal(api(p1, "GET", "/api/v1/services/cdc/config", NULL), 200);
+    assert_true(body_has("second.{table}"));
+    assert_int_equal(stop(r1), 0);
+    atomic_store(&px.quit, true);
+    pthread_join(px.th, NULL);
+    q("DROP KEYSPACE IF EXISTS %s_st", ks);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    if (!getenv("CF_TEST_KEEP") && system(cmd)) {}
+    live_teardown();
+}
+
 static int kill_kids(void **state) {
     (void)state;
     for (size_t i = 0; i < 8; i++)
@@ -651,6 +732,7 @@ int main(void) {
     cf_log_set_level(CF_LOG_WARN);
     const struct CMUnitTest tests[] = {cmocka_unit_test_teardown(test_takeover_live, kill_kids),
                                        cmocka_unit_test_teardown(test_shared_config_live, kill_kids),
-                                       cmocka_unit_test_teardown(test_store_down_live, kill_kids)};
+                                       cmocka_unit_test_teardown(test_store_down_live, kill_kids),
+                                       cmocka_unit_test_teardown(test_refresh_unlocked_live, kill_kids)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

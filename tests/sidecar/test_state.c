@@ -432,12 +432,127 @@ static void test_restrict_and_back(void **state) {
     cf_value_destroy(a);
 }
 
+/* ---------------- the cleanup rule over the rows of every sidecar ---------------- */
+
+/* The cleanup marks of rows, NULL when nothing may be cleaned. */
+static cf_value *marks(const cf_sc_state_row *rows, size_t n) {
+    cf_err err;
+    cf_value *out = (cf_value *)1;
+    if (cf_sc_state_cleanup_marks(rows, n, &out, &err)) fail_msg("marks: %s", err.message);
+    return out;
+}
+
+/* Two sidecars, each half of the ring: per replica the earlier of their markers. */
+static void test_cleanup_min_over_rows(void **state) {
+    (void)state;
+    const char *ra[] = {"n1=10:0:1", "n2=12:0:1"};
+    const char *rb[] = {"n2=12:0:1", "n1=8:500:0"};
+    cf_value *a = snap(ra, 2, NULL, 0), *b = snap(rb, 2, NULL, 0);
+    cf_sc_state_row rows[] = {{{MIN, 0}, 10, a}, {{0, MIN}, 20, b}};
+    cf_value *m = marks(rows, 2);
+    assert_non_null(m);
+    assert_string_equal(marker(m, "n1"), "8:500:0"); /* B has not finished segment 8 */
+    assert_string_equal(marker(m, "n2"), "12:0:1");
+    cf_value_destroy(m);
+    /* B catches up: A's markers now */
+    cf_value_destroy(b);
+    const char *rb2[] = {"n2=13:0:0", "n1=11:0:1"};
+    b = snap(rb2, 2, NULL, 0);
+    rows[1].snapshot = b;
+    m = marks(rows, 2);
+    assert_string_equal(marker(m, "n1"), "10:0:1");
+    assert_string_equal(marker(m, "n2"), "12:0:1");
+    cf_value_destroy(m);
+    cf_value_destroy(a);
+    cf_value_destroy(b);
+}
+
+/* A range no row covers (a sidecar that has stored no state yet, or whose rows expired): nothing is cleaned. */
+static void test_cleanup_uncovered_nothing(void **state) {
+    (void)state;
+    const char *ra[] = {"n1=10:0:1"};
+    cf_value *a = snap(ra, 1, NULL, 0);
+    cf_sc_state_row rows[] = {{{MIN, 0}, 10, a}, {{100, MIN}, 20, a}};
+    assert_null(marks(rows, 1));
+    assert_null(marks(rows, 2)); /* (0, 100] uncovered */
+    assert_null(marks(rows, 0));
+    rows[1].range = (cf_sc_range){0, MIN};
+    cf_value *m = marks(rows, 2);
+    assert_string_equal(marker(m, "n1"), "10:0:1");
+    cf_value_destroy(m);
+    /* wrapping ranges that together cover the ring */
+    cf_sc_state_row w[] = {{{500, -500}, 10, a}, {{-500, 500}, 10, a}};
+    m = marks(w, 2);
+    assert_string_equal(marker(m, "n1"), "10:0:1");
+    cf_value_destroy(m);
+    cf_value_destroy(a);
+}
+
+/* The row of a dead sidecar whose ranges were taken over (every token of it in newer rows) does not hold the
+ * cleanup back; a row that still owns a token does. */
+static void test_cleanup_stale_row_left_out(void **state) {
+    (void)state;
+    const char *rold[] = {"n1=3:0:0"}, *rnew[] = {"n1=9:0:1"};
+    cf_value *old = snap(rold, 1, NULL, 0), *nw = snap(rnew, 1, NULL, 0);
+    cf_sc_state_row rows[] = {{{0, MIN}, 5, old}, {{MIN, MIN}, 50, nw}}; /* the whole ring, newer */
+    cf_value *m = marks(rows, 2);
+    assert_string_equal(marker(m, "n1"), "9:0:1");
+    cf_value_destroy(m);
+    /* the newer row covers only part of the old one: the old one still owns tokens */
+    cf_sc_state_row part[] = {{{MIN, 0}, 50, nw}, {{0, MIN}, 5, old}, {{0, 1000}, 60, nw}};
+    m = marks(part, 3);
+    assert_string_equal(marker(m, "n1"), "3:0:0");
+    cf_value_destroy(m);
+    /* an older row over the same tokens as a newer one (same epoch: both count) */
+    cf_sc_state_row same[] = {{{MIN, 0}, 50, nw}, {{0, MIN}, 50, nw}, {{0, MIN}, 50, old}};
+    m = marks(same, 3);
+    assert_string_equal(marker(m, "n1"), "3:0:0");
+    cf_value_destroy(m);
+    cf_value_destroy(old);
+    cf_value_destroy(nw);
+}
+
+/* A replica a counted row does not name, or names with no segment read yet: none of its segments is cleaned. */
+static void test_cleanup_replica_unknown_to_a_row(void **state) {
+    (void)state;
+    const char *ra[] = {"n1=10:0:1", "n2=10:0:1"}, *rb[] = {"n1=10:0:1", "n2=-1:0:0"}, *rc[] = {"n1=10:0:1"};
+    cf_value *a = snap(ra, 2, NULL, 0), *b = snap(rb, 2, NULL, 0), *c = snap(rc, 1, NULL, 0);
+    cf_sc_state_row rows[] = {{{MIN, 0}, 10, a}, {{0, MIN}, 20, b}};
+    cf_value *m = marks(rows, 2);
+    assert_string_equal(marker(m, "n1"), "10:0:1");
+    assert_string_equal(marker(m, "n2"), "none");
+    cf_value_destroy(m);
+    rows[1].snapshot = c;
+    m = marks(rows, 2);
+    assert_string_equal(marker(m, "n1"), "10:0:1");
+    assert_string_equal(marker(m, "n2"), "none");
+    cf_value_destroy(m);
+    cf_value_destroy(a);
+    cf_value_destroy(b);
+    cf_value_destroy(c);
+}
+
+/* A row that is not a snapshot: an error, not a guess. */
+static void test_cleanup_corrupt_row(void **state) {
+    (void)state;
+    cf_value *bad = cf_value_map();
+    cf_sc_state_row rows[] = {{{MIN, MIN}, 10, bad}};
+    cf_value *out = NULL;
+    cf_err err;
+    assert_int_equal(cf_sc_state_cleanup_marks(rows, 1, &out, &err), CF_ERR_CORRUPT);
+    assert_null(out);
+    cf_value_destroy(bad);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_takeover_two_halves), cmocka_unit_test(test_newest_owner_wins),
         cmocka_unit_test(test_uncovered_reads_from_start), cmocka_unit_test(test_same_epoch_union),
         cmocka_unit_test(test_out_of_range_dropped), cmocka_unit_test(test_corrupt_row),
         cmocka_unit_test(test_restrict_and_back),
+        cmocka_unit_test(test_cleanup_min_over_rows), cmocka_unit_test(test_cleanup_uncovered_nothing),
+        cmocka_unit_test(test_cleanup_stale_row_left_out), cmocka_unit_test(test_cleanup_replica_unknown_to_a_row),
+        cmocka_unit_test(test_cleanup_corrupt_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
