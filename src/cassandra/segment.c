@@ -322,14 +322,10 @@ static const uint8_t *window(cf_cass_segment *s, int64_t off, size_t n, size_t *
     size_t want = n > s->read_ahead ? n : s->read_ahead;
     if ((uint64_t)want > (uint64_t)(s->complete_len - off)) want = (size_t)(s->complete_len - off);
     size_t keep = off >= s->win_off && off < wend ? (size_t)(wend - off) : 0;
-    if (want > s->raw_cap) {
-        uint8_t *nb = cf_xmalloc(want);
-        if (keep) memcpy(nb, s->raw + (off - s->win_off), keep);
-        free(s->raw);
-        s->raw = nb;
+    if (keep && off != s->win_off) memmove(s->raw, s->raw + (off - s->win_off), keep);
+    if (want > s->raw_cap) { /* realloc: a large block grows in place (mremap), no second copy held */
+        s->raw = cf_xrealloc(s->raw, want);
         s->raw_cap = want;
-    } else if (keep && off != s->win_off) {
-        memmove(s->raw, s->raw + (off - s->win_off), keep);
     }
     ssize_t r = pread_full(s->fd, off + (int64_t)keep, s->raw + keep, want - keep);
     if (r < 0) {
