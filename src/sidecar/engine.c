@@ -959,6 +959,7 @@ cf_code cf_sc_engine_new(const cf_sc_engine_opts *o, cf_sc_engine **out, cf_err 
     for (size_t i = 0; i < o->n_tables; i++) e->tables[i] = cf_xstrdup(o->tables[i]);
     e->ntables = o->n_tables;
     e->dec = cf_cass_decoder_new(e->schema);
+    cf_cass_decoder_set_quiet_unknown(e->dec, true); /* counted (note_unknown), the message never used */
     e->dg = cf_sc_digester_new();
     e->dd = cf_sc_dedup_new(o->max_pending ? o->max_pending : 400000);
     e->ev = cf_sc_events_new(o->events);
