@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 static void read_once(const uint8_t *data, size_t size, bool with_index) {
-    cf_cass_segment_opts opts = {KEY, sizeof KEY};
+    cf_cass_segment_opts opts = {.key = KEY, .key_len = sizeof KEY};
     cf_cass_segment *seg;
     cf_err err;
     if (cf_cass_segment_open_mem(data, size, "CommitLog-7-1.log", &opts, &seg, &err) != CF_OK) return;

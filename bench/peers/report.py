@@ -269,14 +269,16 @@ def cassandra_section():
         if any(t < 10 for _, t, _, _, _ in verdicts):
             ks = "; ".join(f"{shape_name(x)}: {v:.1f} %" for x, v in kern.items())
             a("Closing note. Where the goal is not reached, the profiles above say where cdcflow's time goes. The"
-              f" kernel's share (reading the files){' — ' + ks + ' —' if ks else ''} is the cost of cdcflow's reader"
-              " making three system calls per sync section (an fstat to follow a growing file, a pread of the"
-              " marker, a pread of the section; src/cassandra/segment.c): the fixture's sections hold a few entries"
-              " each. The rest is the decoder (decode_one, read_row_body, read_cell, the Murmur3 token of every"
-              " key, the CRCs). What would close the gap: reading many sections with one read (or mapping a"
-              " completed segment) instead of a read per section, then fewer passes over each cell in the"
-              " decoder. The peer's steady state is Cassandra's reader after the JIT has compiled it, on one"
-              " thread like cdcflow's; its first pass and its start-up are where the JVM loses most.")
+              f" kernel's share (reading the files){' — ' + ks + ' —' if ks else ''} is mostly the copy of the"
+              " segments from the page cache (`_copy_to_iter`): the reader reads a COMPLETED segment ahead in"
+              " blocks of 1 MiB (src/cassandra/segment.c, one pread per block, the file's length measured once),"
+              " so a sync section costs no system call unless it crosses a block's end (a live segment still"
+              " costs an fstat and two preads per section). The rest is the decoder (decode_one, read_row_body,"
+              " read_cell, the Murmur3 token of every key, the CRCs). What would close the gap: fewer passes over"
+              " each cell in the decoder, a cheaper token; mapping a completed segment instead of copying it"
+              " would take the copy away. The peer's steady state is Cassandra's reader after the JIT has"
+              " compiled it, on one thread like cdcflow's; its first pass and its start-up are where the JVM"
+              " loses most.")
             a("")
     a("Reproduce this section alone (no server needed: Java 17 with javac, Maven, python3, a built"
       " `build/cdcflow` and `build/bench/bench_cassandra_peer`; the cassandra-all jars are fetched once into"

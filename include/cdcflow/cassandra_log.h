@@ -45,6 +45,9 @@
  * opened without blocking.
  * Memory: one section (its file bytes and, if compressed, its uncompressed
  * bytes) at a time; sizes are checked against the file before allocating.
+ * A complete segment (cf_cass_segment_set_complete) is read ahead: its file
+ * bytes are one window of max(read_ahead, the largest section) bytes, 1 MiB
+ * by default, instead of one section.
  *
  * THREADS: a cf_cass_segment is used by one thread at a time.
  */
@@ -108,6 +111,7 @@ bool cf_cass_segment_name_parse(const char *path, int32_t *version, int64_t *id)
 typedef struct cf_cass_segment_opts {
     const uint8_t *key; /* AES key for encrypted segments (16, 24 or 32 bytes); copied */
     size_t key_len;
+    size_t read_ahead;  /* read-ahead block of a complete segment; 0: 1 MiB */
 } cf_cass_segment_opts;
 
 typedef struct cf_cass_segment_stats {
@@ -156,6 +160,17 @@ void cf_cass_segment_set_limit(cf_cass_segment *s, int64_t logical_limit);
  * Use this instead of cf_cass_segment_set_limit for everything that reads
  * cdc_raw. */
 void cf_cass_segment_set_cdc_index(cf_cass_segment *s, int64_t offset, bool completed);
+
+/* The file does not change any more: its index says COMPLETED (set_cdc_index
+ * with completed calls this), or the caller reads copied segments offline.
+ * From the next section on, the reader measures the file's length once (now)
+ * and reads it ahead in blocks of opts.read_ahead (1 MiB) into one window:
+ * a sync section then costs no system call unless it crosses the window's
+ * end. Without it (a live segment) each section is read with its own pread()
+ * after measuring the file again, so a segment Cassandra still writes (in
+ * place: its preallocated zeros become sections) is read as it is now. No-op
+ * for segments in memory. */
+void cf_cass_segment_set_complete(cf_cass_segment *s);
 
 typedef struct cf_cass_entry {
     const uint8_t *data;   /* mutation bytes; valid until the next call */

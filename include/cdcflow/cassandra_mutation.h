@@ -145,6 +145,11 @@ typedef struct cf_cass_decoder cf_cass_decoder;
 /* The schema is borrowed and must outlive the decoder. */
 cf_cass_decoder *cf_cass_decoder_new(const cf_cass_schema *schema);
 void cf_cass_decoder_destroy(cf_cass_decoder *d); /* NULL-safe */
+/* quiet: a mutation whose (first and only recoverable) table is unknown
+ * returns CF_ERR_NOT_FOUND and unknown_id without filling err (no message
+ * formatted: for callers that count them, as the sidecar does; the system
+ * tables' writes share the commit log). Default false. */
+void cf_cass_decoder_set_quiet_unknown(cf_cass_decoder *d, bool quiet);
 /* Replace the schema (e.g. after a refresh); same lifetime rule. */
 void cf_cass_decoder_set_schema(cf_cass_decoder *d, const cf_cass_schema *schema);
 

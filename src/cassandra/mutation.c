@@ -149,6 +149,7 @@ typedef struct colcache {
 #define BUMP_BYTES 16384
 struct cf_cass_decoder {
     const cf_cass_schema *schema;
+    bool quiet_unknown; /* a mutation of an unknown table: the code and the id, no message */
     colcache cc[COLCACHE];
     colcache *last_cc; /* the entry used last: tried first, without measuring the block */
     cf_arena *arena;
@@ -207,6 +208,8 @@ static void cache_clear(cf_cass_decoder *d) {
     d->last_cc = NULL;
     d->cl_table = NULL;
 }
+
+void cf_cass_decoder_set_quiet_unknown(cf_cass_decoder *d, bool quiet) { d->quiet_unknown = quiet; }
 
 void cf_cass_decoder_destroy(cf_cass_decoder *d) {
     if (!d) return;
@@ -796,15 +799,17 @@ cf_code cf_cass_decode_mutation(cf_cass_decoder *d, const uint8_t *p, size_t len
         cf_code rc = decode_one(d, &c, m, id, err);
         if (rc == CF_ERR_NOT_FOUND) {
             char ids[37] = "";
-            if (err) cf_cass_uuid_format(id, ids); /* only for the message */
             if (unknown_id) memcpy(unknown_id, id, 16);
             size_t before = m->n_updates, at = 0;
             size_t got = n - i > 1 ? recover(d, p, len, (size_t)(c.p - c.base), m, &at) : 0;
             if (i == 0 && got == 0) {
+                if (d->quiet_unknown) return CF_ERR_NOT_FOUND; /* err untouched: the caller counts it */
+                if (err) cf_cass_uuid_format(id, ids); /* only for the message */
                 cf_err_set(err, CF_ERR_NOT_FOUND, "mutation for unknown table id %s skipped", ids);
                 cf_err_hint(err, "Load the schema of every table that shares the commit log (all user tables).");
                 return CF_ERR_NOT_FOUND;
             }
+            if (err) cf_cass_uuid_format(id, ids);
             cf_err_set(err, CF_ERR_SCHEMA, "mutation mixes known tables and unknown table id %s (update %u of %u)", ids,
                        i + 1, n);
             if (got)

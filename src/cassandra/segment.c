@@ -8,9 +8,15 @@
  * and security/EncryptionUtils (section bodies), the io/compress compressor classes
  * (block formats).
  *
- * The reader pulls one sync section at a time with pread() into a buffer it
- * reuses, so memory is one section however large the file is, and a file
- * that grows (cdc_raw, followed through its index) is simply re-measured.
+ * A live segment (one Cassandra may still write: cdc_raw followed through its
+ * index) is read one sync section at a time with pread() into a buffer the
+ * reader reuses, its length measured again before each section, so memory is
+ * one section however large the file is. A complete segment (its index says
+ * COMPLETED, or the caller says so: an offline read) does not change: it is
+ * read ahead in blocks of READ_AHEAD_BYTES into one window, its length
+ * measured once, so a section costs no system call unless it crosses the
+ * window's end (see window()). Memory then: the window, max(1 MiB, the
+ * largest section).
  */
 #include "cdcflow/cassandra_log.h"
 
@@ -42,6 +48,8 @@
  * segment (commitlog_segment_size, 32 MiB by default, must be < 2 GiB); the
  * cap keeps a damaged length field from making us allocate gigabytes. */
 #define MAX_SECTION_BYTES (512u * 1024u * 1024u)
+/* Read-ahead block of a complete segment (cf_cass_segment_opts.read_ahead) */
+#define READ_AHEAD_BYTES ((size_t)1 << 20)
 
 struct cf_cass_segment {
     char *path;  /* NULL for memory segments */
@@ -55,6 +63,13 @@ struct cf_cass_segment {
     size_t key_len;
     int64_t limit;
     cf_cass_segment_stats stats;
+    /* a complete file: raw is a read-ahead window of file bytes
+     * [win_off, win_off + win_len), the length measured once */
+    bool complete;
+    int64_t complete_len;
+    int64_t win_off;
+    size_t win_len;
+    size_t read_ahead;
     uint32_t id_crc; /* CRC state after the id's two ints: markers add their offset */
     bool clmul;      /* entry CRCs with PCLMULQDQ */
 
@@ -70,7 +85,7 @@ struct cf_cass_segment {
     bool section_truncated;
     bool sec_reported;      /* an error was reported since the section was loaded */
     int64_t sec_marker_end; /* where the section's marker says it ends (the file may end before) */
-    uint8_t *raw;     /* file bytes of the section (reused) */
+    uint8_t *raw;     /* file bytes of the section (reused), the window of a complete file */
     size_t raw_cap;
     uint8_t *plain;   /* uncompressed bytes (reused; == raw for plain segments) */
     size_t plain_cap;
@@ -267,23 +282,16 @@ cf_code cf_cass_header_parse(const uint8_t *p, size_t len, const char *name, cf_
 
 static int64_t file_len(cf_cass_segment *s) {
     if (!s->path) return (int64_t)s->mem_len;
+    if (s->complete) return s->complete_len;
     struct stat st;
     if (fstat(s->fd, &st) != 0) return -1;
     return (int64_t)st.st_size;
 }
 
-/* Read exactly n bytes at off; returns bytes read (less at EOF), -1 on error. */
-static ssize_t read_at(cf_cass_segment *s, int64_t off, void *dst, size_t n) {
-    if (!s->path) {
-        if (off < 0 || (uint64_t)off >= s->mem_len) return 0;
-        size_t avail = s->mem_len - (size_t)off;
-        if (n > avail) n = avail;
-        memcpy(dst, s->mem + off, n);
-        return (ssize_t)n;
-    }
+static ssize_t pread_full(int fd, int64_t off, uint8_t *dst, size_t n) {
     size_t got = 0;
     while (got < n) {
-        ssize_t r = pread(s->fd, (uint8_t *)dst + got, n - got, (off_t)(off + (int64_t)got));
+        ssize_t r = pread(fd, dst + got, n - got, (off_t)(off + (int64_t)got));
         if (r < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -292,6 +300,61 @@ static ssize_t read_at(cf_cass_segment *s, int64_t off, void *dst, size_t n) {
         got += (size_t)r;
     }
     return (ssize_t)got;
+}
+
+/* The n file bytes at off of a complete file, in the window: *got of them
+ * (fewer at the end of the file). When they are not all in the window, the
+ * window moves to off: the bytes from off on it already holds are kept, the
+ * rest read in one pread() of max(n, read_ahead) bytes in all (up to the end
+ * of the file), the buffer grown (only) when n is larger. So a section costs
+ * a system call only when it crosses the window's end, and then it is read
+ * whole: a section that straddles two blocks is never split. NULL: a read
+ * error (errno set; the window is emptied). */
+static const uint8_t *window(cf_cass_segment *s, int64_t off, size_t n, size_t *got) {
+    *got = 0;
+    if (off < 0 || off >= s->complete_len) return (const uint8_t *)"";
+    if ((uint64_t)n > (uint64_t)(s->complete_len - off)) n = (size_t)(s->complete_len - off);
+    int64_t wend = s->win_off + (int64_t)s->win_len;
+    if (off >= s->win_off && off + (int64_t)n <= wend) {
+        *got = n;
+        return s->raw + (off - s->win_off);
+    }
+    size_t want = n > s->read_ahead ? n : s->read_ahead;
+    if ((uint64_t)want > (uint64_t)(s->complete_len - off)) want = (size_t)(s->complete_len - off);
+    size_t keep = off >= s->win_off && off < wend ? (size_t)(wend - off) : 0;
+    if (keep && off != s->win_off) memmove(s->raw, s->raw + (off - s->win_off), keep);
+    if (want > s->raw_cap) { /* realloc: a large block grows in place (mremap), no second copy held */
+        s->raw = cf_xrealloc(s->raw, want);
+        s->raw_cap = want;
+    }
+    ssize_t r = pread_full(s->fd, off + (int64_t)keep, s->raw + keep, want - keep);
+    if (r < 0) {
+        s->win_len = 0;
+        return NULL;
+    }
+    s->win_off = off;
+    s->win_len = keep + (size_t)r;
+    *got = s->win_len < n ? s->win_len : n;
+    return s->raw;
+}
+
+/* Read exactly n bytes at off; returns bytes read (less at EOF), -1 on error. */
+static ssize_t read_at(cf_cass_segment *s, int64_t off, void *dst, size_t n) {
+    if (s->complete) {
+        size_t got;
+        const uint8_t *p = window(s, off, n, &got);
+        if (!p) return -1;
+        memcpy(dst, p, got);
+        return (ssize_t)got;
+    }
+    if (!s->path) {
+        if (off < 0 || (uint64_t)off >= s->mem_len) return 0;
+        size_t avail = s->mem_len - (size_t)off;
+        if (n > avail) n = avail;
+        memcpy(dst, s->mem + off, n);
+        return (ssize_t)n;
+    }
+    return pread_full(s->fd, off, dst, n);
 }
 
 static uint8_t *ensure(uint8_t **buf, size_t *cap, size_t n) {
@@ -355,6 +418,7 @@ static cf_code open_common(cf_cass_segment *s, const cf_cass_segment_opts *opts,
         memcpy(s->key, opts->key, opts->key_len);
         s->key_len = opts->key_len;
     }
+    s->read_ahead = opts && opts->read_ahead ? opts->read_ahead : READ_AHEAD_BYTES;
     uint32_t c = 0;
     c = crc_int(c, (uint32_t)((uint64_t)s->info.id & 0xffffffffu));
     c = crc_int(c, (uint32_t)((uint64_t)s->info.id >> 32));
@@ -504,6 +568,17 @@ void cf_cass_segment_set_cdc_index(cf_cass_segment *s, int64_t offset, bool comp
     s->cdc = true;
     s->cdc_completed = completed;
     s->limit = offset < 0 ? 0 : offset;
+    if (completed) cf_cass_segment_set_complete(s);
+}
+void cf_cass_segment_set_complete(cf_cass_segment *s) {
+    if (!s->path || s->complete) return;
+    struct stat st;
+    if (fstat(s->fd, &st) != 0) return; /* stays live: the next read reports the error */
+    /* the section being read (if any) stays in raw until the next is loaded */
+    s->complete = true;
+    s->complete_len = (int64_t)st.st_size;
+    s->win_off = 0;
+    s->win_len = 0;
 }
 
 /* ---------------- sections ---------------- */
@@ -789,6 +864,14 @@ static cf_code load_section(cf_cass_segment *s, cf_err *err) {
     const uint8_t *raw;
     if (!s->path) { /* a segment in memory: no copy (end <= flen was checked above) */
         raw = s->mem + off;
+    } else if (s->complete) { /* in the window: no copy unless it crosses its end */
+        size_t have;
+        raw = window(s, off, raw_len, &have);
+        if (!raw) return io_error(s, off, err);
+        if (have < raw_len) { /* cannot happen: end <= flen, the length measured once */
+            s->section_truncated = true;
+            raw_len = have;
+        }
     } else {
         uint8_t *buf = ensure(&s->raw, &s->raw_cap, raw_len);
         got = read_at(s, off, buf, raw_len);

@@ -149,6 +149,10 @@ static int dump_segment(dump_ctx *c, const char *path) {
         CF_DEBUG(COMP, "%s: cdc index says %lld%s", cf_cass_segment_name(seg), (long long)limit,
                  completed ? ", COMPLETED" : "");
     }
+    /* without --follow the segment is read once as it is now (up to its
+     * index's offset, never raised): read it ahead (with --follow only once
+     * its index says COMPLETED: set_cdc_index) */
+    if (!c->follow) cf_cass_segment_set_complete(seg);
     cf_cass_entry e;
     for (;;) {
         rc = cf_cass_segment_next(seg, &e, &err);

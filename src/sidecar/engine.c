@@ -591,7 +591,7 @@ static cf_code open_next(cf_sc_engine *e, replica *r, cf_err *err) {
                 continue;
             }
         }
-        cf_cass_segment_opts so = {e->key, e->key_len};
+        cf_cass_segment_opts so = {.key = e->key, .key_len = e->key_len};
         cf_err perr;
         cf_code rc = cf_cass_segment_open(s->path, &so, &r->seg, &perr);
         if (rc == CF_ERR_NOT_FOUND) { /* gone since the listing */
@@ -639,6 +639,9 @@ static cf_code open_next(cf_sc_engine *e, replica *r, cf_err *err) {
             }
         }
         cf_cass_segment_set_limit(r->seg, r->limit);
+        /* COMPLETED, or --once (the limit read now is never raised): the
+         * reader only reads what does not change any more: read it ahead */
+        if (r->completed || e->once) cf_cass_segment_set_complete(r->seg);
         if (!(s->id == r->m_seg && !r->m_done)) { /* from its start */
             r->m_seg = s->id;
             r->m_pos = 0;
@@ -720,6 +723,7 @@ static cf_code replica_step(cf_sc_engine *e, replica *r, const cf_sc_emitter *em
                 continue;
             }
             cf_cass_segment_set_limit(r->seg, off);
+            if (done) cf_cass_segment_set_complete(r->seg);
             continue;
         }
         if (newer_indexed(r)) { /* Cassandra moved on without writing COMPLETED (a crash) */
@@ -955,6 +959,7 @@ cf_code cf_sc_engine_new(const cf_sc_engine_opts *o, cf_sc_engine **out, cf_err 
     for (size_t i = 0; i < o->n_tables; i++) e->tables[i] = cf_xstrdup(o->tables[i]);
     e->ntables = o->n_tables;
     e->dec = cf_cass_decoder_new(e->schema);
+    cf_cass_decoder_set_quiet_unknown(e->dec, true); /* counted (note_unknown), the message never used */
     e->dg = cf_sc_digester_new();
     e->dd = cf_sc_dedup_new(o->max_pending ? o->max_pending : 400000);
     e->ev = cf_sc_events_new(o->events);

@@ -4,13 +4,14 @@
  * their table id (the scan in mutation.c's recover) and decode exactly as
  * they do alone. Built from real entries of the Cassandra 5.0 fixture
  * v7-plain: an update of a system table (not in schema.cql) followed by an
- * update of a user table.
+ * update of a user table. The decoder's quiet mode (cf_cass_decoder_set_quiet_unknown).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +77,22 @@ static void test_unknown_then_known(void **state) {
     assert_int_equal(rc, CF_ERR_SCHEMA);
     assert_int_equal(m->n_updates, 1);
     assert_int_equal(m->updates[0].token, token);
+    /* quiet (the sidecar): the unknown table alone is the code and the id,
+     * err untouched; a batch that mixes tables is still reported in full */
+    uint8_t uid2[16];
+    assert_int_equal(cf_cass_decode_mutation(dec, unknown, unknown_len, mv, &m, uid, &err), CF_ERR_NOT_FOUND);
+    assert_non_null(strstr(err.message, "unknown table id"));
+    cf_cass_decoder_set_quiet_unknown(dec, true);
+    memset(&err, 0, sizeof err);
+    snprintf(err.message, sizeof err.message, "untouched");
+    assert_int_equal(cf_cass_decode_mutation(dec, unknown, unknown_len, mv, &m, uid2, &err), CF_ERR_NOT_FOUND);
+    assert_string_equal(err.message, "untouched");
+    assert_memory_equal(uid, uid2, 16);
+    rc = cf_cass_decode_mutation(dec, batch, blen, mv, &m, uid2, &err);
+    assert_int_equal(rc, CF_ERR_SCHEMA);
+    assert_non_null(strstr(err.message, "mixes known tables and unknown table id"));
+    assert_null(strstr(err.message, "table id  ")); /* the id is named */
+    assert_int_equal(m->n_updates, 1);
     free(batch);
     free(known);
     free(unknown);

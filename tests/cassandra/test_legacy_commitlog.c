@@ -32,7 +32,7 @@ static void decode_set(const char *set, const uint8_t *key, size_t key_len, tall
     memset(t, 0, sizeof *t);
     char **logs = list_logs(dir);
     assert_non_null(logs);
-    cf_cass_segment_opts opts = {key, key_len};
+    cf_cass_segment_opts opts = {.key = key, .key_len = key_len};
     for (char **lp = logs; *lp; lp++) {
         cf_cass_segment *seg;
         assert_int_equal(cf_cass_segment_open(*lp, &opts, &seg, &err), CF_OK);
@@ -121,7 +121,7 @@ static void test_encrypted_needs_key(void **state) {
     assert_non_null(strstr(err.hint, "testing:1"));
     /* a wrong key: every block fails its padding check, reported, never a crash */
     uint8_t bad[16] = {0};
-    cf_cass_segment_opts o = {bad, 16};
+    cf_cass_segment_opts o = {.key = bad, .key_len = 16};
     assert_int_equal(cf_cass_segment_open(LEGACY_DIR "/3.4-encrypted/CommitLog-6-1480001790338.log", &o, &seg, &err),
                      CF_OK);
     cf_cass_entry e;
