@@ -92,7 +92,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <regex.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +100,7 @@
 
 #include "cdcflow/bigquery.h"
 #include "cdcflow/log.h"
+#include "../sqlite/state_table.h"
 
 typedef struct bq {
     const cf_sink_options *o;
@@ -119,7 +119,7 @@ typedef struct bq {
     /* Cassandra change events' partition states (see CASSANDRA STATE) */
     char *state_path;
     sqlite3 *sdb;
-    sqlite3_stmt *st_get, *st_put;
+    sk_state_table cstate;
     bool st_tx; /* a transaction of the state file is open */
 } bq;
 
@@ -146,8 +146,7 @@ static void bq_close(void *state) {
     if (!q) return;
     if (q->sdb) {
         if (q->st_tx) sqlite3_exec(q->sdb, "ROLLBACK", NULL, NULL, NULL);
-        sqlite3_finalize(q->st_get);
-        sqlite3_finalize(q->st_put);
+        sk_state_table_finalize(&q->cstate);
         sqlite3_close(q->sdb);
     }
     free(q->state_path);
@@ -284,7 +283,7 @@ static cf_code state_err(bq *q, cf_err *err, const char *what) {
 }
 
 static cf_code state_open(bq *q, cf_err *err) {
-    if (q->st_get) return CF_OK;
+    if (q->cstate.get) return CF_OK;
     if (!q->sdb) {
         if (sqlite3_open_v2(q->state_path, &q->sdb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                             NULL) != SQLITE_OK) {
@@ -297,25 +296,10 @@ static cf_code state_open(bq *q, cf_err *err) {
     }
     /* WAL: readers of one task do not wait on another's commit; FULL sync:
      * a committed state survives a power loss like BigQuery's rows do */
-    if (sqlite3_exec(q->sdb,
-                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
-                     "CREATE TABLE IF NOT EXISTS \"_cdc_cassandra_state\" (\"table_name\" TEXT NOT NULL, "
-                     "\"partition_key\" BLOB NOT NULL, \"state\" BLOB NOT NULL, PRIMARY KEY (\"table_name\", "
-                     "\"partition_key\"))",
-                     NULL, NULL, NULL) != SQLITE_OK)
+    if (sqlite3_exec(q->sdb, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL", NULL, NULL, NULL) != SQLITE_OK)
+        return state_err(q, err, "setting WAL mode");
+    if (sk_state_table_prepare(q->sdb, &q->cstate) != SQLITE_OK)
         return state_err(q, err, "creating \"_cdc_cassandra_state\"");
-    if (sqlite3_prepare_v2(q->sdb,
-                           "SELECT \"state\" FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
-                           "\"partition_key\" = ?2",
-                           -1, &q->st_get, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(q->sdb,
-                           "INSERT INTO \"_cdc_cassandra_state\" VALUES (?1, ?2, ?3) ON CONFLICT DO UPDATE SET "
-                           "\"state\" = excluded.\"state\"",
-                           -1, &q->st_put, NULL) != SQLITE_OK) {
-        sqlite3_finalize(q->st_get);
-        q->st_get = NULL;
-        return state_err(q, err, "preparing the statements");
-    }
     return CF_OK;
 }
 
@@ -325,18 +309,8 @@ static cf_code bq_state_get(void *state, const char *space, const void *key, siz
     *found = false;
     cf_code rc = state_open(q, err);
     if (rc) return rc;
-    sqlite3_stmt *st = q->st_get;
-    sqlite3_reset(st);
-    sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-        cf_buf_append(out, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
-        *found = true;
-        r = sqlite3_step(st);
-    }
-    sqlite3_reset(st);
-    if (r != SQLITE_DONE) return state_err(q, err, "reading a partition state");
+    if (sk_state_table_get(&q->cstate, space, key, klen, out, found) != SQLITE_OK)
+        return state_err(q, err, "reading a partition state");
     return CF_OK;
 }
 
@@ -352,25 +326,8 @@ static cf_code bq_state_put(void *state, const char *space, const void *key, siz
             return state_err(q, err, "beginning a transaction");
         q->st_tx = true;
     }
-    if (vlen == 0) { /* nothing left in the partition */
-        sqlite3_stmt *d = NULL;
-        if (sqlite3_prepare_v2(q->sdb, "DELETE FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
-                                       "\"partition_key\" = ?2", -1, &d, NULL) != SQLITE_OK)
-            return state_err(q, err, "preparing a state removal");
-        sqlite3_bind_text(d, 1, space, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(d, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
-        int r = sqlite3_step(d);
-        sqlite3_finalize(d);
-        return r == SQLITE_DONE ? CF_OK : state_err(q, err, "removing a partition state");
-    }
-    sqlite3_stmt *st = q->st_put;
-    sqlite3_reset(st);
-    sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 3, vlen ? val : "", (int)vlen, SQLITE_STATIC);
-    int r = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (r != SQLITE_DONE) return state_err(q, err, "storing a partition state");
+    if (sk_state_table_put(&q->cstate, space, key, klen, val, vlen) != SQLITE_OK)
+        return state_err(q, err, vlen ? "storing a partition state" : "removing a partition state");
     return CF_OK;
 }
 

@@ -30,6 +30,7 @@
 #include "cdcflow/buf.h"
 #include "cdcflow/log.h"
 #include "cdcflow/sink.h"
+#include "state_table.h"
 
 #define SEQ_COL "_change_sequence_number"
 
@@ -37,7 +38,7 @@ typedef struct sq {
     sqlite3 *db;
     const cf_sink_options *o;
     sqlite3_stmt *pos_put; /* positions: insert or replace (prepared once) */
-    sqlite3_stmt *st_get, *st_put; /* Cassandra row state (prepared on first use) */
+    sk_state_table cstate; /* Cassandra row state (prepared on first use) */
 } sq;
 
 typedef struct sq_tbl {
@@ -194,8 +195,7 @@ static void sq_free_table_state(void *state, cf_sink_table *t) {
 static void sq_close(void *state) {
     sq *q = state;
     sqlite3_finalize(q->pos_put);
-    sqlite3_finalize(q->st_get);
-    sqlite3_finalize(q->st_put);
+    sk_state_table_finalize(&q->cstate);
     sqlite3_close(q->db);
     free(q);
 }
@@ -972,71 +972,24 @@ static cf_code sq_load_positions(void *state, const char *consumer, cf_sink_stor
 
 /* ---------------- Cassandra row state (src/sink/cassandra.c) ---------------- */
 
-static cf_code st_prepare(sq *q, cf_err *err) {
-    if (q->st_get) return CF_OK;
-    cf_code rc = exec(q,
-                      "CREATE TABLE IF NOT EXISTS \"_cdc_cassandra_state\" (\"table_name\" TEXT NOT NULL, "
-                      "\"partition_key\" BLOB NOT NULL, \"state\" BLOB NOT NULL, PRIMARY KEY (\"table_name\", "
-                      "\"partition_key\"))",
-                      err);
-    if (rc) return rc;
-    const char *g = "SELECT \"state\" FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
-                    "\"partition_key\" = ?2";
-    const char *p = "INSERT INTO \"_cdc_cassandra_state\" VALUES (?1, ?2, ?3) ON CONFLICT DO UPDATE SET "
-                    "\"state\" = excluded.\"state\"";
-    if (sqlite3_prepare_v2(q->db, g, -1, &q->st_get, NULL) != SQLITE_OK)
-        return db_err(q, err, "preparing the Cassandra state statement", g);
-    if (sqlite3_prepare_v2(q->db, p, -1, &q->st_put, NULL) != SQLITE_OK)
-        return db_err(q, err, "preparing the Cassandra state statement", p);
-    return CF_OK;
-}
-
 static cf_code sq_state_get(void *state, const char *space, const void *key, size_t klen, cf_buf *out, bool *found,
                             cf_err *err) {
     sq *q = state;
     *found = false;
-    cf_code rc = st_prepare(q, err);
-    if (rc) return rc;
-    sqlite3_stmt *st = q->st_get;
-    sqlite3_reset(st);
-    sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-        cf_buf_append(out, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0));
-        *found = true;
-        r = sqlite3_step(st);
-    }
-    sqlite3_reset(st);
-    if (r != SQLITE_DONE) return db_err(q, err, "reading the Cassandra row state", NULL);
+    if (sk_state_table_prepare(q->db, &q->cstate) != SQLITE_OK)
+        return db_err(q, err, "preparing the Cassandra state table", NULL);
+    if (sk_state_table_get(&q->cstate, space, key, klen, out, found) != SQLITE_OK)
+        return db_err(q, err, "reading the Cassandra row state", NULL);
     return CF_OK;
 }
 
 static cf_code sq_state_put(void *state, const char *space, const void *key, size_t klen, const void *val,
                             size_t vlen, cf_err *err) {
     sq *q = state;
-    cf_code rc = st_prepare(q, err);
-    if (rc) return rc;
-    if (vlen == 0) { /* nothing left in the partition */
-        sqlite3_stmt *d = NULL;
-        if (sqlite3_prepare_v2(q->db, "DELETE FROM \"_cdc_cassandra_state\" WHERE \"table_name\" = ?1 AND "
-                                      "\"partition_key\" = ?2", -1, &d, NULL) != SQLITE_OK)
-            return db_err(q, err, "preparing the Cassandra state removal", NULL);
-        sqlite3_bind_text(d, 1, space, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(d, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
-        int r = sqlite3_step(d);
-        sqlite3_finalize(d);
-        if (r != SQLITE_DONE) return db_err(q, err, "removing a Cassandra row state", NULL);
-        return CF_OK;
-    }
-    sqlite3_stmt *st = q->st_put;
-    sqlite3_reset(st);
-    sqlite3_bind_text(st, 1, space, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, klen ? key : "", (int)klen, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 3, vlen ? val : "", (int)vlen, SQLITE_STATIC);
-    int r = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (r != SQLITE_DONE) return db_err(q, err, "storing the Cassandra row state", NULL);
+    if (sk_state_table_prepare(q->db, &q->cstate) != SQLITE_OK)
+        return db_err(q, err, "preparing the Cassandra state table", NULL);
+    if (sk_state_table_put(&q->cstate, space, key, klen, val, vlen) != SQLITE_OK)
+        return db_err(q, err, vlen ? "storing the Cassandra row state" : "removing a Cassandra row state", NULL);
     return CF_OK;
 }
 
