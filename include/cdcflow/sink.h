@@ -343,8 +343,11 @@ typedef struct cf_sink_target {
      * key) in the table "_cdc_cassandra_state": state_get reads it outside a
      * transaction (*found false when there is none; the table is created on
      * first use), state_put inserts or replaces it inside the transaction
-     * begin() opened, so the state and the rows it produced commit together;
-     * vlen 0 removes the partition's state (nothing left in it). */
+     * begin() opened, so the state and the rows it produced commit together
+     * (BigQuery, which has no such transaction: a local state file whose
+     * transaction commit() commits, after apply returned with every row
+     * acknowledged; bq_target.c, CASSANDRA STATE); vlen 0 removes the
+     * partition's state (nothing left in it). */
     cf_code (*state_get)(void *state, const char *space, const void *key, size_t klen, cf_buf *out, bool *found,
                          cf_err *err);
     cf_code (*state_put)(void *state, const char *space, const void *key, size_t klen, const void *val, size_t vlen,

@@ -230,7 +230,10 @@ def main():
     restart_after = rnd.randrange(1, nk) if a.broker_restart else -1
     at = 0
     for k in range(nk):
-        target = max(moments[k], at + 1)
+        # the workload may have run to its end past the moments left (the gate's lead): those
+        # kills land at once then, while the processes still apply its tail (never a wait for a
+        # step that does not come)
+        target = min(max(moments[k], at + 1), total)
         open_gate(min(total, target + lead))
         while _read_int(progress, 0) < target:
             alive()
@@ -247,7 +250,7 @@ def main():
         if k + 1 == restart_after:
             # at a random step between this kill and the next, once the restarted process has
             # done some work (with --applied: the targets moved), not right at its start
-            step = rnd.randint(at + 1, max(at + 1, moments[k + 1] - 1))
+            step = min(total, rnd.randint(at + 1, max(at + 1, moments[k + 1] - 1)))
             open_gate(min(total, max(step, moments[k + 1]) + lead))
             was = applied() if a.applied else 0
             until = time.time() + max(5.0, 4 * life)  # the targets may have caught up with the gate
