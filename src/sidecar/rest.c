@@ -276,8 +276,13 @@ int cf_sc_service_route(void *arg, cf_worker *w, const char *method, const char 
     *content_type = "application/json";
     bool get = strcmp(method, "GET") == 0;
     if (strcmp(path, "/api/v1/services/cdc/config") == 0) {
-        if (get) return get_config(s, w, out);
         int status;
+        if (get) { /* after the first read of the shared configuration at the start (cf_sc_service_attach) */
+            pthread_mutex_lock(&s->mu);
+            status = get_config(s, w, out);
+            pthread_mutex_unlock(&s->mu);
+            return status;
+        }
         pthread_mutex_lock(&s->mu);
         if (strcmp(method, "PUT") == 0) {
             status = put_config(s, w, body, body_len, out);

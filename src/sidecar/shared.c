@@ -157,8 +157,11 @@ void cf_sc_service_unconfigured(cf_sc_service *s) {
 }
 
 /* Read the shared configuration, apply it if it changed (holding mu, released during the CQL calls: they
- * may wait for the request timeout, the REST calls must not; the reads have their own connection). */
-static void refresh(cf_sc_service *s) {
+ * may wait for the request timeout, the REST calls must not; the reads have their own connection).
+ * hold: keep mu during the calls too: the first read at attach, so that a GET of the configuration
+ * (rest.c takes mu) is not answered with the command line's while the shared one is being read (one
+ * right after the start was: test_shared_config_live in a CI run). */
+static void refresh(cf_sc_service *s, bool hold) {
     if (!s->w) return;
     cf_props *c;
     char h[256];
@@ -171,14 +174,14 @@ static void refresh(cf_sc_service *s) {
     uint64_t gen = s->shared_gen;
     cf_sc_cstore *rs = s->rstore; /* this thread's while mu is released */
     s->rstore = NULL;
-    pthread_mutex_unlock(&s->mu);
+    if (!hold) pthread_mutex_unlock(&s->mu);
     cf_props *shared = NULL;
     int64_t ts = 0;
     cf_err err;
     bool opened = rs != NULL;
     cf_code rc = rs ? CF_OK : cf_sc_cstore_open(&so, &rs, &err);
     if (!rc) rc = cf_sc_cstore_config_get(rs, SERVICE, &shared, &ts, &err);
-    pthread_mutex_lock(&s->mu);
+    if (!hold) pthread_mutex_lock(&s->mu);
     cf_props_destroy(c);
     s->rstore = rs;
     if (rc) {
@@ -237,7 +240,7 @@ static void *refresher(void *arg) {
         until.tv_nsec = ns % 1000000000;
         int rc = 0;
         while (!s->th_stop && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&s->cv, &s->mu, &until);
-        if (!s->th_stop) refresh(s);
+        if (!s->th_stop) refresh(s, false);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -248,7 +251,7 @@ void cf_sc_service_attach(cf_sc_service *s, cf_worker *w) {
     s->w = w;
     bool use = store(s) != NULL || s->store_failing;
     if (use) {
-        refresh(s);
+        refresh(s, true);
         s->th_stop = false;
         s->th_running = pthread_create(&s->th, NULL, refresher, s) == 0;
     }
