@@ -159,6 +159,18 @@ static void cell_free(cf_cell *c) {
     memset(c, 0, sizeof *c);
 }
 
+/* A column's name, value and elements (the column itself is its row's). */
+static void col_free(cs_col *c) {
+    free(c->name);
+    cell_free(&c->v);
+    for (size_t e = 0; e < c->nel; e++) {
+        cell_free(&c->el[e].k);
+        free(c->el[e].kj);
+        free(c->el[e].vj);
+    }
+    free(c->el);
+}
+
 static cf_cell cell_dup(const cf_cell *c) {
     cf_cell r = *c;
     if (c->kind == CF_CELL_TEXT || c->kind == CF_CELL_BLOB) {
@@ -388,17 +400,7 @@ static void part_clear(cs_part *p) {
         cs_row *w = &p->rows[i];
         for (size_t j = 0; w->ck && j < p->tab->n_ck; j++) cell_free(&w->ck[j]);
         free(w->ck);
-        for (size_t j = 0; j < w->ncols; j++) {
-            cs_col *c = &w->cols[j];
-            free(c->name);
-            cell_free(&c->v);
-            for (size_t e = 0; e < c->nel; e++) {
-                cell_free(&c->el[e].k);
-                free(c->el[e].kj);
-                free(c->el[e].vj);
-            }
-            free(c->el);
-        }
+        for (size_t j = 0; j < w->ncols; j++) col_free(&w->cols[j]);
         free(w->cols);
     }
     free(p->rows);
@@ -1369,16 +1371,6 @@ cf_code sk_cass_route(cf_sink *s, sk_cass *c, const cf_record *rec, cf_err *err)
 
 /* ---------------- purging past gc_grace_seconds ---------------- */
 
-static void col_free(cs_col *c) {
-    free(c->name);
-    cell_free(&c->v);
-    for (size_t e = 0; e < c->nel; e++) {
-        cell_free(&c->el[e].k);
-        free(c->el[e].kj);
-        free(c->el[e].vj);
-    }
-    free(c->el);
-}
 
 /* What Cassandra's compaction drops once a tombstone is older than
  * gc_grace_seconds, done when a partition's state is written: first the data
