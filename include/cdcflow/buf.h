@@ -38,6 +38,7 @@ void cf_buf_reserve(cf_buf *b, size_t extra);
 void cf_buf_append(cf_buf *b, const void *p, size_t n);
 void cf_buf_append_str(cf_buf *b, const char *s);
 void cf_buf_append_byte(cf_buf *b, uint8_t c);
+void cf_buf_append_int(cf_buf *b, long long v); /* decimal, as %lld without printf's cost */
 void cf_buf_printf(cf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cf_buf_vprintf(cf_buf *b, const char *fmt, va_list ap);
 /* Hand the bytes to the caller (free() them); the buffer becomes empty. */

@@ -178,6 +178,7 @@ typedef struct cf_cass_entry {
     int64_t position;      /* logical offset of the entry's size field */
     int64_t end_position;  /* logical offset just after the entry (Cassandra's entryLocation) */
     int64_t file_offset;   /* file offset of the entry (plain) or of its section (compressed, encrypted) */
+    uint32_t crc;          /* the entry's CRC as stored (checked): a hash of its bytes for free */
 } cf_cass_entry;
 
 /* Next entry with valid CRCs.

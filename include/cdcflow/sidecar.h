@@ -332,6 +332,7 @@ typedef struct cf_sc_stats {
     uint64_t bytes_done, bytes_total;         /* their bytes */
     uint64_t read_lag;         /* segments known and not finished */
     uint64_t cleaned;          /* segments deleted or archived */
+    uint64_t copy_hits;        /* entries whose bytes an earlier copy had: its results taken, not decoded again */
 } cf_sc_stats;
 
 cf_code cf_sc_engine_new(const cf_sc_engine_opts *opts, cf_sc_engine **out, cf_err *err);

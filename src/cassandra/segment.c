@@ -1099,6 +1099,7 @@ cf_code cf_cass_segment_next(cf_cass_segment *s, cf_cass_entry *e, cf_err *err) 
         e->position = pos;
         e->end_position = pos + ENTRY_OVERHEAD + size;
         e->file_offset = s->info.compression || s->info.encrypted ? s->sec_file : pos;
+        e->crc = crc;
         s->stats.entries++;
         return CF_OK;
     }

@@ -103,6 +103,15 @@ void cf_buf_append_byte(cf_buf *b, uint8_t c) {
     b->data[b->len] = '\0';
 }
 
+void cf_buf_append_int(cf_buf *b, long long v) {
+    char t[24], *e = t + sizeof t, *q = e;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do *--q = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0) *--q = '-';
+    cf_buf_append(b, q, (size_t)(e - q));
+}
+
 void cf_buf_vprintf(cf_buf *b, const char *fmt, va_list ap) {
     va_list ap2;
     va_copy(ap2, ap);

@@ -242,6 +242,7 @@ static bool refresh_schema(cf_sc_engine *e, const char *why) {
     }
     BUMP(schema_refreshes);
     cf_cass_decoder_set_schema(e->dec, e->schema);
+    cf_sc_copies_clear(e->copies); /* their results came from the schema before */
     CF_INFO(COMP, "schema refreshed over CQL (%s): %zu table(s), %zu new", why, cf_cass_schema_table_count(e->schema),
             cf_cass_schema_table_count(e->schema) - before);
     return true;
@@ -452,62 +453,108 @@ static void note_unknown(cf_sc_engine *e, const uint8_t id[16], const replica *r
             (long long)pos);
 }
 
+/* Can the cached results of an entry stand for this copy? Not when an
+ * update that is published here now was not digested then (the owned ranges
+ * changed since). */
+static bool cached_usable(const cf_sc_engine *e, const cf_sc_copy_update *cu, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!cu[i].digested && e->tc[cu[i].tc].publish && cf_sc_ranges_contain(&e->ranges, cu[i].token)) return false;
+    return true;
+}
+
+static cf_code decode_entry(cf_sc_engine *e, replica *r, const cf_cass_entry *en, cf_cass_mutation **m,
+                            uint8_t unknown[16], cf_err *perr) {
+    cf_code rc = cf_cass_decode_mutation(e->dec, en->data, en->len, r->mv, m, unknown, perr);
+    if ((rc == CF_ERR_NOT_FOUND || rc == CF_ERR_SCHEMA) && refresh_schema(e, rc == CF_ERR_NOT_FOUND ? "unknown table id"
+                                                                                                 : "unknown column"))
+        rc = cf_cass_decode_mutation(e->dec, en->data, en->len, r->mv, m, unknown, perr);
+    return rc;
+}
+
 static cf_code process_entry(cf_sc_engine *e, replica *r, const cf_cass_entry *en, const cf_sc_emitter *em,
                              size_t *nev, cf_err *err) {
     BUMP(entries);
-    cf_cass_mutation *m;
+    /* a copy whose bytes an earlier copy had: its results, without decoding
+     * or digesting (copies.c); decoded below only if it publishes */
+    size_t n = 0;
+    const cf_sc_copy_update *cu = cf_sc_copies_find(e->copies, en->crc, r->mv, en->data, en->len, &n);
+    if (cu && !cached_usable(e, cu, n)) cu = NULL;
+    if (cu) BUMP(copy_hits);
+    cf_cass_mutation *m = NULL;
     uint8_t unknown[16];
     cf_err perr;
-    cf_code rc = cf_cass_decode_mutation(e->dec, en->data, en->len, r->mv, &m, unknown, &perr);
-    if ((rc == CF_ERR_NOT_FOUND || rc == CF_ERR_SCHEMA) && refresh_schema(e, rc == CF_ERR_NOT_FOUND ? "unknown table id"
-                                                                                                 : "unknown column"))
-        rc = cf_cass_decode_mutation(e->dec, en->data, en->len, r->mv, &m, unknown, &perr);
-    if (e->halted) { /* not processed: read again at the next start (the state stored stays before it) */
-        return CF_ERR_AGAIN;
-    }
-    if (rc == CF_ERR_NOT_FOUND) {
-        BUMP(unknown_tables);
-        note_unknown(e, unknown, r, en->position);
-        return CF_OK;
-    }
-    if (rc) {
-        char where[256];
-        snprintf(where, sizeof where, "%s", perr.where);
-        cf_err_where(&perr, "replica %s, %s@%lld, %s", r->name, cf_cass_segment_name(r->seg), (long long)en->position,
-                     where);
-        if (rc == CF_ERR_CORRUPT) BUMP(corrupt);
-        BUMP(dropped);
-        cf_code x = report(e, &perr);
-        if (x) {
-            *err = perr;
-            return x;
+    cf_code rc = CF_OK;
+    bool cache = false; /* the results go into the copy cache */
+    if (!cu) {
+        rc = decode_entry(e, r, en, &m, unknown, &perr);
+        if (e->halted) { /* not processed: read again at the next start (the state stored stays before it) */
+            return CF_ERR_AGAIN;
         }
+        if (rc == CF_ERR_NOT_FOUND) {
+            BUMP(unknown_tables);
+            note_unknown(e, unknown, r, en->position);
+            return CF_OK;
+        }
+        if (rc) {
+            char where[256];
+            snprintf(where, sizeof where, "%s", perr.where);
+            cf_err_where(&perr, "replica %s, %s@%lld, %s", r->name, cf_cass_segment_name(r->seg),
+                         (long long)en->position, where);
+            if (rc == CF_ERR_CORRUPT) BUMP(corrupt);
+            BUMP(dropped);
+            cf_code x = report(e, &perr);
+            if (x) {
+                *err = perr;
+                return x;
+            }
+        }
+        n = m->n_updates;
+        cache = rc == CF_OK;
+        if (cache && e->cap_cu < n) e->cu = cf_xrealloc(e->cu, (e->cap_cu = n) * sizeof *e->cu);
     }
     int64_t clock = r->clock;
-    for (size_t i = 0; i < m->n_updates; i++) {
-        const cf_cass_update *u = &m->updates[i];
+    for (size_t i = 0; i < n; i++) {
+        const cf_cass_update *u = m ? &m->updates[i] : NULL;
         struct tcache *tc;
-        rc = table_info(e, u->table, &tc, err);
-        if (rc) return rc;
+        int64_t token;
+        if (u) {
+            rc = table_info(e, u->table, &tc, err);
+            if (rc) return rc;
+            token = u->token;
+            if (cache) e->cu[i] = (cf_sc_copy_update){.token = token, .tc = (uint32_t)(tc - e->tc)};
+        } else {
+            tc = &e->tc[cu[i].tc];
+            token = cu[i].token;
+        }
         if (!tc->publish) { /* cdc = false, not included, or a counter table */
             BUMP(skipped);
             continue;
         }
-        if (!cf_sc_ranges_contain(&e->ranges, u->token)) {
+        if (!cf_sc_ranges_contain(&e->ranges, token)) {
             BUMP(not_owned);
             continue;
         }
-        if (e->nfloors && cf_sc_engine_floor_done(e, r->index, r->seg_id, en->position, u->token)) {
+        if (e->nfloors && cf_sc_engine_floor_done(e, r->index, r->seg_id, en->position, token)) {
             e->floor_skipped++; /* the previous owner of this token processed it */
             continue;
         }
         BUMP(copies);
         uint8_t dg[CF_SC_DIGEST_LEN];
         int64_t max_ts;
-        cf_sc_digest(e->dg, u, dg, &max_ts);
+        if (u) {
+            cf_sc_digest(e->dg, u, dg, &max_ts);
+            if (cache) {
+                memcpy(e->cu[i].dg, dg, sizeof dg);
+                e->cu[i].max_ts = max_ts;
+                e->cu[i].digested = true;
+            }
+        } else {
+            memcpy(dg, cu[i].dg, sizeof dg);
+            max_ts = cu[i].max_ts;
+        }
         if (max_ts != CF_CASS_LIVE_TS && max_ts > clock) clock = max_ts;
         cf_sc_verdict v;
-        rc = cf_sc_dedup_add(e->dd, dg, r->index, tc->required, tc->complete, e->step_now_ms, tc->tref, u->token, &v,
+        rc = cf_sc_dedup_add(e->dd, dg, r->index, tc->required, tc->complete, e->step_now_ms, tc->tref, token, &v,
                              err);
         if (rc) {
             cf_err_where(err, "replica %s, %s@%lld", r->name, cf_cass_segment_name(r->seg), (long long)en->position);
@@ -522,7 +569,15 @@ static cf_code process_entry(cf_sc_engine *e, replica *r, const cf_cass_entry *e
         atomic_store(&e->st.last_published_ms, (uint64_t)e->step_now_ms);
         size_t k = 0;
         cf_err berr;
-        rc = cf_sc_events_build(e->ev, u, em, &k, &berr);
+        if (!u) { /* a cached copy publishes: decode it now (the same bytes and schema gave the results) */
+            rc = cf_cass_decode_mutation(e->dec, en->data, en->len, r->mv, &m, unknown, &berr);
+            if (rc == CF_OK && m->n_updates == n) u = &m->updates[i];
+            else if (rc == CF_OK) {
+                rc = cf_err_set(&berr, CF_ERR_INTERNAL, "a cached copy decoded to %zu partition updates, not %zu",
+                                m->n_updates, n);
+            }
+        }
+        if (u) rc = cf_sc_events_build(e->ev, u, em, &k, &berr);
         *nev += k;
         ADD(events, k);
         if (max_ts != CF_CASS_LIVE_TS) cf_sc_engine_observe_latency(e, e->step_now_ms * 1000 - max_ts);
@@ -540,6 +595,7 @@ static cf_code process_entry(cf_sc_engine *e, replica *r, const cf_cass_entry *e
         }
     }
     r->clock = clock;
+    if (cache) cf_sc_copies_put(e->copies, en->crc, r->mv, en->data, en->len, e->cu, n);
     return CF_OK;
 }
 
@@ -961,6 +1017,7 @@ cf_code cf_sc_engine_new(const cf_sc_engine_opts *o, cf_sc_engine **out, cf_err 
     e->dec = cf_cass_decoder_new(e->schema);
     cf_cass_decoder_set_quiet_unknown(e->dec, true); /* counted (note_unknown), the message never used */
     e->dg = cf_sc_digester_new();
+    e->copies = cf_sc_copies_new();
     e->dd = cf_sc_dedup_new(o->max_pending ? o->max_pending : 400000);
     e->ev = cf_sc_events_new(o->events);
     e->reps = cf_xcalloc(o->n_dirs, sizeof *e->reps);
@@ -1033,6 +1090,8 @@ void cf_sc_engine_destroy(cf_sc_engine *e) {
     free(e->cql_pass);
     cf_cass_decoder_destroy(e->dec);
     cf_sc_digester_destroy(e->dg);
+    cf_sc_copies_destroy(e->copies);
+    free(e->cu);
     cf_sc_dedup_destroy(e->dd);
     cf_sc_events_destroy(e->ev);
     cf_sc_ranges_free(&e->ranges);
@@ -1062,6 +1121,6 @@ void cf_sc_engine_stats(const cf_sc_engine *e, cf_sc_stats *o) {
     LOAD(entries), LOAD(copies), LOAD(published), LOAD(events), LOAD(duplicates), LOAD(consistency_failures);
     LOAD(dropped), LOAD(not_owned), LOAD(skipped), LOAD(unknown_tables), LOAD(corrupt), LOAD(schema_refreshes);
     LOAD(pending), LOAD(segments_done), LOAD(segments_total), LOAD(bytes_done), LOAD(bytes_total), LOAD(read_lag);
-    LOAD(cleaned), LOAD(unpublished);
+    LOAD(cleaned), LOAD(unpublished), LOAD(copy_hits);
 #undef LOAD
 }

@@ -66,7 +66,7 @@ typedef struct sc_floor {
 typedef struct sc_counters {
     atomic_uint_fast64_t entries, copies, published, events, duplicates, consistency_failures, dropped, not_owned,
         skipped, unknown_tables, corrupt, schema_refreshes, pending, segments_done, segments_total, bytes_done,
-        bytes_total, read_lag, cleaned, unpublished;
+        bytes_total, read_lag, cleaned, unpublished, copy_hits;
     atomic_uint_fast64_t lat_bucket[CF_SC_LAT_BUCKETS + 1]; /* the last one: +Inf */
     atomic_uint_fast64_t lat_sum_us, lat_count;
     atomic_uint_fast64_t rate_milli; /* events per second x 1000 */
@@ -120,6 +120,9 @@ struct cf_sc_engine {
         uint32_t tref;
     } *tc;
     size_t ntc, captc, tc_last;
+    cf_sc_copies *copies;  /* results of recent entries, by their bytes */
+    cf_sc_copy_update *cu; /* an entry's results, for the copy cache */
+    size_t cap_cu;
     int64_t step_now_ms;   /* the wall clock, read once per step */
     uint8_t (*unknown)[16];
     size_t nunknown, capunknown;

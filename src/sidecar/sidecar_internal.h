@@ -128,4 +128,27 @@ cf_code cf_sc_cstore_config_get(cf_sc_cstore *s, const char *service, cf_props *
 cf_code cf_sc_cstore_config_put(cf_sc_cstore *s, const char *service, const cf_props *config, int64_t *written,
                                 cf_err *err);
 
+/* ---- copy cache (copies.c): the results of recent entries, by their bytes ----
+ * A later copy of an entry with equal bytes (CRC, length and memcmp; the same
+ * messaging version) takes the first one's results instead of being decoded
+ * and digested again. Bounded (entries and bytes, oldest out first); clear it
+ * when the schema changes, since results depend on it. */
+typedef struct cf_sc_copy_update { /* one partition update of the entry */
+    uint8_t dg[16];      /* digest (valid when digested) */
+    int64_t max_ts;      /* newest timestamp in it */
+    int64_t token;
+    uint32_t tc;         /* the engine's table cache index */
+    bool digested;       /* dg and max_ts are set (false: the update was not published here) */
+} cf_sc_copy_update;
+typedef struct cf_sc_copies cf_sc_copies;
+cf_sc_copies *cf_sc_copies_new(void);
+void cf_sc_copies_destroy(cf_sc_copies *c); /* NULL-safe */
+void cf_sc_copies_clear(cf_sc_copies *c);   /* NULL-safe */
+/* The updates an entry with these bytes gave (*nu of them), or NULL. */
+const cf_sc_copy_update *cf_sc_copies_find(cf_sc_copies *c, uint32_t crc, int mv, const uint8_t *p, size_t len,
+                                           size_t *nu);
+void cf_sc_copies_put(cf_sc_copies *c, uint32_t crc, int mv, const uint8_t *p, size_t len,
+                      const cf_sc_copy_update *u, size_t nu);
+size_t cf_sc_copies_bytes(const cf_sc_copies *c); /* entry bytes held */
+
 #endif

@@ -78,7 +78,10 @@ void cf_recordfile_format(const cf_msg *m, cf_buf *out) {
     cf_buf_append_str(out, "{\"topic\":");
     const char *topic = m->topic ? m->topic : "";
     json_str(out, topic, strlen(topic));
-    cf_buf_printf(out, ",\"partition\":%d,\"offset\":%lld", (int)m->partition, (long long)m->offset);
+    cf_buf_append_str(out, ",\"partition\":");
+    cf_buf_append_int(out, m->partition);
+    cf_buf_append_str(out, ",\"offset\":");
+    cf_buf_append_int(out, m->offset);
     if (m->ts_type == CF_TS_CREATE || m->ts_type == CF_TS_LOG_APPEND)
         cf_buf_printf(out, ",\"tstype\":\"%s\",\"ts\":%lld", m->ts_type == CF_TS_CREATE ? "create" : "logappend",
                       (long long)m->timestamp);
