@@ -347,7 +347,12 @@ int main(int argc, char **argv) {
     unsigned char acc[16] = {0};
     for (int gi = 0; gi < 3; gi++) {
         group *g = &groups[gi];
-        if (only && gi + 1 != only) continue;
+        if (only && gi + 1 != only) {
+            char cmd[1200];
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", g->dir);
+            if (system(cmd)) return 1;
+            continue;
+        }
         printf("%s: %zu segment(s) x 3 replicas, %zu entries, %.2f MB of segments, %.2f MB of entries per replica\n",
                g->name, g->n, g->entries, g->bytes / 1e6, g->entry_bytes / 1e6);
         for (int avro = 0; avro < 2; avro++) {
