@@ -505,6 +505,51 @@ static cf_code json_one(cf_buf *b, const cf_bq_field *f, uint32_t num, json_t *v
     return json_scalar(b, f, num, v, err);
 }
 
+/* A REPEATED RECORD of fields "key" and "value" (kcbq's shape for a Connect
+ * map) is also filled from the sink's JSON for a map: an object (text keys)
+ * or an array of [key, value] pairs (other keys), one record per entry. */
+static bool is_map_record(const cf_bq_field *f) {
+    if (f->type != CF_BQ_RECORD || f->n_fields != 2) return false;
+    bool k = false, v = false;
+    for (size_t j = 0; j < 2; j++) {
+        k = k || strcmp(f->fields[j].name, "key") == 0;
+        v = v || strcmp(f->fields[j].name, "value") == 0;
+    }
+    return k && v;
+}
+
+static bool is_pair_array(json_t *v) {
+    size_t i;
+    json_t *x;
+    if (!json_is_array(v) || json_array_size(v) == 0) return false;
+    json_array_foreach(v, i, x) if (!json_is_array(x) || json_array_size(x) != 2) return false;
+    return true;
+}
+
+static cf_code json_map(cf_buf *b, const cf_bq_field *f, uint32_t num, json_t *v, int depth, cf_err *err) {
+    json_t *e = json_object();
+    cf_code rc = CF_OK;
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *val;
+        json_object_foreach(v, key, val) {
+            json_object_set_new(e, "key", json_string(key));
+            json_object_set(e, "value", val);
+            if ((rc = json_record(b, f, num, e, depth, err))) break;
+        }
+    } else {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            json_object_set(e, "key", json_array_get(x, 0));
+            json_object_set(e, "value", json_array_get(x, 1));
+            if ((rc = json_record(b, f, num, e, depth, err))) break;
+        }
+    }
+    json_decref(e);
+    return rc;
+}
+
 static cf_code json_field(cf_buf *b, const cf_bq_field *f, uint32_t num, json_t *v, int depth, cf_err *err) {
     if (depth > 16) return cf_err_set(err, CF_ERR_SCHEMA, "value nests deeper than BigQuery's 15 levels");
     if (!v || json_is_null(v)) {
@@ -516,6 +561,7 @@ static cf_code json_field(cf_buf *b, const cf_bq_field *f, uint32_t num, json_t 
         return CF_OK; /* absent: NULL (a REPEATED field: empty) */
     }
     if (f->mode != CF_BQ_REPEATED) return json_one(b, f, num, v, depth, err);
+    if (is_map_record(f) && (json_is_object(v) || is_pair_array(v))) return json_map(b, f, num, v, depth, err);
     if (!json_is_array(v)) {
         cf_err_set(err, CF_ERR_SCHEMA, "REPEATED field \"%s\" needs a JSON array", f->name);
         cf_err_where(err, "%s", f->name);

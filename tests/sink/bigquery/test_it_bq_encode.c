@@ -229,6 +229,66 @@ static void test_every_type(void **state) {
     cf_buf_free(&desc), cf_buf_free(&rows), cf_buf_free(&row), cf_buf_free(&req), cf_buf_free(&req2);
 }
 
+/* A Cassandra map as kcbq shapes a Connect map (REPEATED RECORD of key and
+ * value), filled from the sink's JSON for a map: an object (text keys) and
+ * an array of [key, value] pairs (other keys); a NULL map value is a record
+ * without value; a nested UDT (RECORD in RECORD, a list inside). */
+static void test_map_and_nested_udt(void **state) {
+    (void)state;
+    cf_bq_field kv1[2] = {fld("key", CF_BQ_STRING, CF_BQ_NULLABLE), fld("value", CF_BQ_INT64, CF_BQ_NULLABLE)};
+    cf_bq_field udt_in[2] = {fld("a", CF_BQ_STRING, CF_BQ_NULLABLE), fld("b", CF_BQ_STRING, CF_BQ_REPEATED)};
+    cf_bq_field kv2[2] = {fld("key", CF_BQ_INT64, CF_BQ_NULLABLE), fld("value", CF_BQ_RECORD, CF_BQ_NULLABLE)};
+    kv2[1].fields = udt_in, kv2[1].n_fields = 2;
+    cf_bq_field zip[1] = {fld("zip", CF_BQ_INT64, CF_BQ_NULLABLE)};
+    cf_bq_field udt[2] = {fld("name", CF_BQ_STRING, CF_BQ_NULLABLE), fld("addr", CF_BQ_RECORD, CF_BQ_NULLABLE)};
+    udt[1].fields = zip, udt[1].n_fields = 1;
+    cf_bq_field cols[] = {fld("id", CF_BQ_INT64, CF_BQ_REQUIRED), fld("m", CF_BQ_RECORD, CF_BQ_REPEATED),
+                          fld("m2", CF_BQ_RECORD, CF_BQ_REPEATED), fld("u", CF_BQ_RECORD, CF_BQ_NULLABLE)};
+    cols[1].fields = kv1, cols[1].n_fields = 2;
+    cols[2].fields = kv2, cols[2].n_fields = 2;
+    cols[3].fields = udt, cols[3].n_fields = 2;
+    size_t nc = sizeof cols / sizeof *cols;
+    cf_err e;
+    cf_buf desc = CF_BUF_INIT, rows = CF_BUF_INIT, row = CF_BUF_INIT, req = CF_BUF_INIT;
+    assert_int_equal(cf_bq_descriptor(cols, nc, true, &desc, &e), CF_OK);
+    cf_bq_rowenc *enc;
+    assert_int_equal(cf_bq_rowenc_new(cols, nc, true, &enc, &e), CF_OK);
+    cf_cell r1[4] = {num(1), txt("{\"a\":1,\"b\":null}"),
+                     txt("[[1,{\"a\":\"x\",\"b\":[\"p\",\"q\"]}],[-2,null]]"),
+                     txt("{\"name\":\"n\",\"addr\":{\"zip\":12345}}")};
+    assert_int_equal(cf_bq_encode_row(enc, r1, 4, "UPSERT", "1", &row, &e), CF_OK);
+    cf_bq_rows_add(&rows, row.data, row.len);
+    cf_buf_reset(&row);
+    cf_cell r2[4] = {num(2), txt("{}"), {0}, {0}}; /* an empty map, a NULL map: no entries */
+    assert_int_equal(cf_bq_encode_row(enc, r2, 4, "UPSERT", "2", &row, &e), CF_OK);
+    cf_bq_rows_add(&rows, row.data, row.len);
+    cf_buf_reset(&row);
+    const char *ws = "projects/p1/datasets/ds/tables/t_map/streams/_default";
+    cf_bq_append_request(&req, ws, &desc, (const uint8_t *)rows.data, rows.len, NULL);
+    char path[300];
+    snprintf(path, sizeof path, "%s/req_map.bin", g_dir);
+    write_file(path, req.data, req.len);
+    const char *files[1] = {path};
+    size_t n;
+    char **l = decode(files, 1, &n);
+    assert_int_equal(n, 2 + 2);
+    expect_line(l, n, 2,
+                "{\"_CHANGE_SEQUENCE_NUMBER\": \"1\", \"_CHANGE_TYPE\": \"UPSERT\", \"_unknown\": 0, \"id\": \"1\", "
+                "\"m\": [{\"key\": \"a\", \"value\": \"1\"}, {\"key\": \"b\"}], \"m2\": [{\"key\": \"1\", "
+                "\"value\": {\"a\": \"x\", \"b\": [\"p\", \"q\"]}}, {\"key\": \"-2\"}], \"u\": {\"addr\": "
+                "{\"zip\": \"12345\"}, \"name\": \"n\"}}");
+    expect_line(l, n, 3, "{\"_CHANGE_SEQUENCE_NUMBER\": \"2\", \"_CHANGE_TYPE\": \"UPSERT\", \"_unknown\": 0, "
+                         "\"id\": \"2\"}");
+    free_lines(l, n);
+    /* a NULL element of a list is refused, named (BigQuery arrays hold no NULL) */
+    cf_cell bad[3] = {num(3), {0}, txt("[[1,{\"b\":[\"p\",null]}]]")};
+    assert_int_equal(cf_bq_encode_row(enc, bad, 3, "UPSERT", "3", &row, &e), CF_ERR_SCHEMA);
+    assert_non_null(strstr(e.where, "b[1]"));
+    assert_int_equal(row.len, 0);
+    cf_bq_rowenc_destroy(enc);
+    cf_buf_free(&desc), cf_buf_free(&rows), cf_buf_free(&row), cf_buf_free(&req);
+}
+
 /* The message bq_responses.py wrote to <prefix>.<name>, into buf. */
 static size_t read_made(const char *prefix, const char *name, uint8_t *buf, size_t cap) {
     char f[400];
@@ -362,6 +422,7 @@ int main(void) {
     if (system(mk) != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_type),
+        cmocka_unit_test(test_map_and_nested_udt),
         cmocka_unit_test(test_responses),
         cmocka_unit_test(test_get_write_stream),
     };
