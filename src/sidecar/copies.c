@@ -20,7 +20,8 @@
  * one write come close together; a replica far behind the others misses,
  * which costs time, never a change). Each slot keeps a buffer of up to
  * KEEP_CAP bytes for the next entry, so a steady stream of small entries
- * allocates nothing, and what stays allocated is at most CAP x KEEP_CAP.
+ * allocates nothing, and what stays allocated is at most CAP x KEEP_CAP;
+ * an engine with nothing to read releases all of it (cf_sc_copies_release).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ struct cf_sc_copies {
     uint32_t bucket[NBUCKETS];
     uint32_t head;   /* the next slot to fill: the oldest when the ring is full */
     size_t bytes;    /* entry bytes held */
+    bool held;       /* something allocated since the last release */
 };
 
 static uint32_t bucket_of(uint32_t crc, uint32_t len) { return (crc ^ (len * 0x9e3779b1u)) & (NBUCKETS - 1); }
@@ -77,6 +79,19 @@ void cf_sc_copies_clear(cf_sc_copies *c) {
     if (!c) return;
     for (uint32_t i = 0; i < CAP; i++)
         if (c->s[i].used) unlink_slot(c, i);
+}
+
+void cf_sc_copies_release(cf_sc_copies *c) {
+    if (!c || !c->held) return;
+    for (uint32_t i = 0; i < CAP; i++) {
+        if (c->s[i].used) unlink_slot(c, i);
+        free(c->s[i].bytes);
+        free(c->s[i].u);
+        c->s[i].bytes = NULL;
+        c->s[i].u = NULL;
+        c->s[i].cap = c->s[i].capu = 0;
+    }
+    c->held = false;
 }
 
 void cf_sc_copies_destroy(cf_sc_copies *c) {
@@ -111,6 +126,7 @@ void cf_sc_copies_put(cf_sc_copies *c, uint32_t crc, int mv, const uint8_t *p, s
     }
     uint32_t i = c->head;
     c->head = (i + 1) & (CAP - 1);
+    c->held = true;
     slot *x = &c->s[i];
     if (x->cap < len) {
         free(x->bytes);

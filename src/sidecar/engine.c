@@ -874,6 +874,10 @@ cf_code cf_sc_engine_step(cf_sc_engine *e, const cf_sc_emitter *em, size_t max_e
         cf_sc_engine_expire(e);
         return CF_ERR_EOF;
     }
+    /* nothing to read: the copy cache gives its memory back (an idle sidecar
+     * is meant to be small; the next copies of a write come soon after the
+     * first, so little is lost) */
+    cf_sc_copies_release(e->copies);
     return CF_ERR_AGAIN;
 }
 

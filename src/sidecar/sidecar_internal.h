@@ -144,6 +144,8 @@ typedef struct cf_sc_copies cf_sc_copies;
 cf_sc_copies *cf_sc_copies_new(void);
 void cf_sc_copies_destroy(cf_sc_copies *c); /* NULL-safe */
 void cf_sc_copies_clear(cf_sc_copies *c);   /* NULL-safe */
+/* clear, and free every buffer: an idle engine holds none (NULL-safe) */
+void cf_sc_copies_release(cf_sc_copies *c);
 /* The updates an entry with these bytes gave (*nu of them), or NULL. */
 const cf_sc_copy_update *cf_sc_copies_find(cf_sc_copies *c, uint32_t crc, int mv, const uint8_t *p, size_t len,
                                            size_t *nu);

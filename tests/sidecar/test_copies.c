@@ -46,6 +46,14 @@ static void test_equal_bytes_only(void **state) {
     cf_sc_copies_clear(c);
     assert_null(cf_sc_copies_find(c, 0x1234, 12, a, sizeof a, &n));
     assert_int_equal(cf_sc_copies_bytes(c), 0);
+    /* release (an idle engine): nothing found, and it works again after */
+    cf_sc_copies_put(c, 0x1234, 12, a, sizeof a, u, 2);
+    cf_sc_copies_release(c);
+    assert_null(cf_sc_copies_find(c, 0x1234, 12, a, sizeof a, &n));
+    assert_int_equal(cf_sc_copies_bytes(c), 0);
+    cf_sc_copies_put(c, 0x1234, 12, a, sizeof a, u, 1);
+    assert_non_null(cf_sc_copies_find(c, 0x1234, 12, a, sizeof a, &n));
+    assert_int_equal(n, 1);
     cf_sc_copies_destroy(c);
 }
 
