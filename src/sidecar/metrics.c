@@ -85,6 +85,8 @@ static const fam fams[] = {
     {"cdc_segments_cleaned_total", "counter", "Finished segments deleted from (or archived out of) cdc_raw."},
     {"cdc_last_published_timestamp_seconds", "gauge", "When the last change was published (Unix time; 0: none yet)."},
     {"cdc_unpublished_digests", "gauge", "Of the pending digests, the changes not yet at their consistency level."},
+    {"cdc_copy_cache_hits_total", "counter",
+     "Entries whose bytes an earlier replica's copy had: its results taken, not decoded and digested again."},
 };
 #define N_FAMS (sizeof fams / sizeof fams[0])
 
@@ -124,6 +126,7 @@ bool cf_sc_engine_metrics(const cf_sc_engine *ce, int f, const char *labels, boo
     case 10: v = atomic_load(&e->st.cleaned); break;
     case 11: v = atomic_load(&e->st.last_published_ms) / 1000; break;
     case 12: v = atomic_load(&e->st.unpublished); break;
+    case 13: v = atomic_load(&e->st.copy_hits); break;
     }
     cf_buf_printf(out, "%s{%s} %llu\n", m->name, labels, (unsigned long long)v);
     return true;
