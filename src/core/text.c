@@ -138,8 +138,8 @@ void cf_base64_encode(cf_buf *b, const uint8_t *p, size_t n) {
     const char *restrict a = b64_alphabet;
     cf_buf_reserve(b, (n + 2) / 3 * 4);
     /* into the reserved room directly (restrict: the stores do not make the
-     * compiler load the alphabet and the input again): a call per 3 bytes
-     * was most of a record-file line's cost (bench_sidecar) */
+     * compiler load the input again): a call per 3 bytes was most of a
+     * record-file line's cost (bench_sidecar) */
     char *restrict o = b->data + b->len;
     size_t i = 0;
     for (; i + 3 <= n; i += 3, o += 4) { /* 12 bits -> 2 characters per lookup */

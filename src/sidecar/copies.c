@@ -95,11 +95,7 @@ void cf_sc_copies_release(cf_sc_copies *c) {
 }
 
 void cf_sc_copies_destroy(cf_sc_copies *c) {
-    if (!c) return;
-    for (size_t i = 0; i < CAP; i++) {
-        free(c->s[i].bytes);
-        free(c->s[i].u);
-    }
+    cf_sc_copies_release(c); /* every buffer: none is allocated without held set */
     free(c);
 }
 
